@@ -1,0 +1,31 @@
+# The README's two commands. Each sets itself up on a fresh machine: a .venv in the repo, torch pinned to the
+# local CPU build (constraints.txt) so nothing pulls a CUDA build.
+PYTHON ?= python3
+VENV := .venv
+PY := $(VENV)/bin/python
+STAMP := $(VENV)/.installed
+
+.PHONY: demo test browser clean
+
+$(STAMP): pyproject.toml constraints.txt
+	$(PYTHON) -m venv $(VENV)
+	$(PY) -m pip install -q --upgrade pip
+	$(PY) -m pip install -q -c constraints.txt torch==2.13.0
+	$(PY) -m pip install -q -c constraints.txt -e '.[test]'
+	touch $(STAMP)
+
+demo: $(STAMP)
+	$(VENV)/bin/haiprof run --out haiprof-runs/demo examples/input_bound.py --batches 40
+
+# The report tests drive a real headless Chromium; install Debian's when absent (CI runs as root).
+browser:
+	@command -v chromium >/dev/null 2>&1 || command -v chromium-browser >/dev/null 2>&1 || \
+	  { echo "installing chromium for the report tests"; \
+	    (apt-get update -qq && DEBIAN_FRONTEND=noninteractive apt-get install -y -qq chromium) >/dev/null 2>&1 || \
+	    echo "chromium could not be installed: the browser tests will fail"; }
+
+test: $(STAMP) browser
+	$(PY) -m pytest -q
+
+clean:
+	rm -rf $(VENV) haiprof-runs .pytest_cache

@@ -1,0 +1,1 @@
+"""Analyzers: pure functions, run-directory data in, findings out. No I/O, no plotting, no collectors."""

@@ -1,0 +1,129 @@
+"""Per-step phase breakdown from the raw phase intervals.
+
+Each step is the wall-clock span between two step boundaries (optimizer steps; the end of each backward when a
+script has no optimizer). Inside a step, every nanosecond goes to exactly one phase: the innermost interval that
+covers it (h2d inside forward is h2d; a forward replayed inside backward is forward; an LBFGS closure's
+forward/backward inside optimizer.step is forward/backward), ties broken by PRIORITY; the rest is "other".
+This is the interval arithmetic of the PyTorch TensorBoard plugin's overall parser, with nesting respected.
+"""
+from __future__ import annotations
+
+import statistics
+from dataclasses import dataclass, field
+
+PHASES = ("dataloader", "h2d", "forward", "backward", "optimizer", "allreduce")
+ALL_PHASES = PHASES + ("other",)
+PRIORITY = {"allreduce": 6, "h2d": 5, "dataloader": 4, "optimizer": 3, "backward": 2, "forward": 1}
+STEP_MARK = "@step"
+BACKWARD_MARK = "@backward"
+GPU_PREFIX = "gpu:"
+
+
+@dataclass
+class Step:
+    index: int
+    start_ns: int
+    end_ns: int
+    phases_ns: dict = field(default_factory=dict)
+
+    @property
+    def duration_ns(self) -> int:
+        return self.end_ns - self.start_ns
+
+
+def split_records(records) -> tuple[list, list, list]:
+    """(host intervals, gpu intervals, marks) from raw (name, start, end) records."""
+    host, gpu, marks = [], [], []
+    for name, s, e in records:
+        if name.startswith("@"):
+            marks.append((name, s))
+        elif name.startswith(GPU_PREFIX):
+            phase = name[len(GPU_PREFIX):]
+            if phase in PRIORITY and e >= s:
+                gpu.append((phase, s, e))
+        elif name in PRIORITY and e >= s:
+            host.append((name, s, e))
+    return host, gpu, marks
+
+
+def step_boundaries(marks: list) -> tuple[list[int], str]:
+    steps = sorted(t for name, t in marks if name == STEP_MARK)
+    if steps:
+        return steps, "optimizer.step"
+    backs = sorted(t for name, t in marks if name == BACKWARD_MARK)
+    if backs:
+        return backs, "backward"
+    return [], "none"
+
+
+def attribute(intervals: list, start: int, end: int) -> dict:
+    """Nanoseconds per phase in [start, end): innermost covering interval wins, then PRIORITY; rest 'other'."""
+    out = dict.fromkeys(ALL_PHASES, 0)
+    clipped = [(p, max(s, start), min(e, end)) for p, s, e in intervals if e > start and s < end]
+    if not clipped:
+        out["other"] = end - start
+        return out
+    cuts = sorted({start, end, *(s for _, s, _ in clipped), *(e for _, _, e in clipped)})
+    # Sweep the elementary segments; intervals per step are few, so the linear scan is cheap.
+    clipped.sort(key=lambda iv: iv[1])
+    active: list = []
+    nxt = 0
+    for a, b in zip(cuts, cuts[1:]):
+        while nxt < len(clipped) and clipped[nxt][1] <= a:
+            active.append(clipped[nxt])
+            nxt += 1
+        active = [iv for iv in active if iv[2] > a]
+        if not active:
+            out["other"] += b - a
+            continue
+        best = max(active, key=lambda iv: (iv[1], PRIORITY[iv[0]]))
+        out[best[0]] += b - a
+    return out
+
+
+def build_steps(records) -> tuple[list[Step], dict]:
+    """Steps with per-phase nanoseconds, and facts about how they were found."""
+    host, gpu, marks = split_records(records)
+    bounds, source = step_boundaries(marks)
+    # With GPU timings, compute phases are taken from the device timeline; waiting for data stays host time.
+    if gpu:
+        gpu_phases = {p for p, _, _ in gpu}
+        intervals = [iv for iv in host if iv[0] not in gpu_phases] + gpu
+    else:
+        intervals = host
+    info = {"boundary": source, "timing": "cuda-events" if gpu else "host", "intervals": len(intervals)}
+    if not bounds:
+        return [], info
+    first = min([bounds[0]] + [s for _, s, _ in intervals if s < bounds[0]])
+    edges = [first] + bounds
+    steps = []
+    for i, (a, b) in enumerate(zip(edges, edges[1:])):
+        if b <= a:
+            continue
+        steps.append(Step(len(steps), a, b, attribute(intervals, a, b)))
+    return steps, info
+
+
+def phase_share(steps: list[Step]) -> dict:
+    total = sum(s.duration_ns for s in steps)
+    if total <= 0:
+        return {p: (1.0 if p == "other" else 0.0) for p in ALL_PHASES}
+    share = {p: sum(s.phases_ns.get(p, 0) for s in steps) / total for p in ALL_PHASES}
+    return share
+
+
+def step_time_stats(steps: list[Step]) -> dict:
+    if not steps:
+        return {"median": None, "mean": None, "p10": None, "p90": None, "min": None, "max": None}
+    d = sorted(s.duration_ns / 1e9 for s in steps)
+
+    def pct(q):
+        return d[min(len(d) - 1, int(round(q * (len(d) - 1))))]
+
+    return {"median": statistics.median(d), "mean": statistics.fmean(d), "p10": pct(0.1), "p90": pct(0.9),
+            "min": d[0], "max": d[-1]}
+
+
+def steady_steps(steps: list[Step], warmup: int) -> list[Step]:
+    """Steps after warm-up (all of them when too few remain)."""
+    return steps[warmup:] if len(steps) > warmup + 1 else steps

@@ -1,0 +1,73 @@
+"""Utilization summary from the system sampler's records (cumulative counters become rates here)."""
+from __future__ import annotations
+
+import statistics
+
+
+def rates(samples: list[dict], key: str) -> list[tuple[float, float]]:
+    """(t_s since first sample, bytes/s) between consecutive samples of a cumulative counter; resets skipped."""
+    out = []
+    prev = None
+    t0 = samples[0]["t_ns"] if samples else 0
+    for s in samples:
+        if key not in s or "t_ns" not in s:
+            continue
+        if prev is not None:
+            dt = (s["t_ns"] - prev["t_ns"]) / 1e9
+            dv = s[key] - prev[key]
+            if dt > 0 and dv >= 0:
+                out.append(((s["t_ns"] - t0) / 1e9, dv / dt))
+        prev = s
+    return out
+
+
+def _mean(xs):
+    xs = [x for x in xs if x is not None]
+    return statistics.fmean(xs) if xs else None
+
+
+def summarize_system(samples: list[dict]) -> dict:
+    samples = [s for s in samples if isinstance(s, dict) and "t_ns" in s]
+    if not samples:
+        return {"samples": 0}
+    cores = [sum(s.get("cpu_cores_pct") or [0]) / max(1, len(s.get("cpu_cores_pct") or [0])) for s in samples]
+    out = {
+        "samples": len(samples),
+        "duration_s": (samples[-1]["t_ns"] - samples[0]["t_ns"]) / 1e9,
+        "cpu_main_pct_mean": _mean([s.get("cpu_main_pct") for s in samples[1:]]),
+        "cpu_children_pct_mean": _mean([s.get("cpu_children_pct") for s in samples[1:]]),
+        "cpu_system_pct_mean": _mean(cores[1:]) if len(cores) > 1 else _mean(cores),
+        "rss_bytes_max": max(s.get("rss_bytes", 0) for s in samples),
+        "sampler_cost_ms_median": statistics.median(s.get("cost_ns", 0) for s in samples) / 1e6,
+    }
+    for key in ("proc_read_bytes", "proc_write_bytes", "disk_read_bytes", "disk_write_bytes",
+                "net_sent_bytes", "net_recv_bytes"):
+        r = rates(samples, key)
+        out[key.replace("_bytes", "_bytes_per_s_mean")] = _mean([v for _, v in r])
+    return out
+
+
+RATE_SERIES = (("proc_read_bytes", "process read"), ("proc_write_bytes", "process write"),
+               ("disk_read_bytes", "disk read"), ("disk_write_bytes", "disk write"),
+               ("net_recv_bytes", "net recv"), ("net_sent_bytes", "net sent"))
+
+
+def system_timelines(samples: list[dict]) -> dict:
+    """Series for the report: {"cpu": [(label, t_s, values)], "mem": [...], "io_mib_s": [...]}."""
+    samples = [s for s in samples if isinstance(s, dict) and "t_ns" in s]
+    if not samples:
+        return {}
+    t0 = samples[0]["t_ns"]
+    t = [(s["t_ns"] - t0) / 1e9 for s in samples]
+    cores = [sum(s.get("cpu_cores_pct") or [0]) / max(1, len(s.get("cpu_cores_pct") or [0])) for s in samples]
+    io = []
+    for key, label in RATE_SERIES:
+        r = rates(samples, key)
+        io.append((label, [a for a, _ in r], [b / 2**20 for _, b in r]))
+    return {
+        "cpu": [("training process", t, [s.get("cpu_main_pct") for s in samples]),
+                ("children (DataLoader workers)", t, [s.get("cpu_children_pct") for s in samples]),
+                ("system, mean of cores", t, cores)],
+        "mem": [("process tree RSS", t, [s.get("rss_bytes", 0) / 2**30 for s in samples])],
+        "io_mib_s": io,
+    }

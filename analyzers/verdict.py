@@ -1,0 +1,114 @@
+"""Findings and the one-sentence verdict, from phase shares (and findings other analyzers add, e.g. launch).
+
+Decision (thresholds in thresholds.py):
+  1. fewer than MIN_STEPS steps                         -> none ("no training steps detected" when zero)
+  2. io / communication / launch at or above its HIGH    -> the largest of them
+  3. forward + backward + optimizer >= COMPUTE_DOMINANT  -> compute
+  4. otherwise                                           -> none (nothing dominates)
+"""
+from __future__ import annotations
+
+from . import thresholds as T
+
+FIXES_FOR = {
+    "io": ["prefetch"],
+    "communication": ["compress", "bucket"],
+    "compute": ["amp", "compile"],
+    "launch": ["compile", "cuda-graphs", "fused-optim"],
+    "optimizer": ["fused-optim"],
+}
+LABEL = {"io": "Input-bound", "communication": "Communication-bound", "compute": "Compute-bound",
+         "launch": "Launch-bound", "none": "No clear bottleneck"}
+
+
+def _pct(x: float) -> str:
+    return f"{100 * x:.0f}%"
+
+
+def _grade(value: float, moderate: float, high: float) -> str | None:
+    if value >= high:
+        return "high"
+    if value >= moderate:
+        return "moderate"
+    return None
+
+
+def _ms(seconds) -> str:
+    return "n/a" if seconds is None else f"{seconds * 1e3:.1f} ms"
+
+
+def phase_findings(share: dict, steps: int, median_s) -> list[dict]:
+    """Findings that follow from phase shares alone."""
+    findings = []
+    io = share.get("dataloader", 0.0) + share.get("h2d", 0.0)
+    sev = _grade(io, T.IO_MODERATE, T.IO_HIGH)
+    if sev:
+        what = "waits for the DataLoader" if share.get("dataloader", 0) >= share.get("h2d", 0) \
+            else "is spent copying batches to the device"
+        findings.append({
+            "kind": "io", "severity": sev, "share": io,
+            "message": f"{_pct(io)} of step time {what} (dataloader {_pct(share.get('dataloader', 0))}, "
+                       f"h2d {_pct(share.get('h2d', 0))}; median step {_ms(median_s)} over {steps} steps)",
+            "evidence": {"dataloader_share": share.get("dataloader", 0.0), "h2d_share": share.get("h2d", 0.0),
+                         "median_step_s": median_s, "steps": steps,
+                         "thresholds": {"moderate": T.IO_MODERATE, "high": T.IO_HIGH}},
+            "fixes": list(FIXES_FOR["io"]),
+        })
+    comm = share.get("allreduce", 0.0)
+    sev = _grade(comm, T.COMM_MODERATE, T.COMM_HIGH)
+    if sev:
+        findings.append({
+            "kind": "communication", "severity": sev, "share": comm,
+            "message": f"{_pct(comm)} of step time is exposed communication (collectives not hidden by compute)",
+            "evidence": {"allreduce_share": comm, "median_step_s": median_s, "steps": steps,
+                         "thresholds": {"moderate": T.COMM_MODERATE, "high": T.COMM_HIGH}},
+            "fixes": list(FIXES_FOR["communication"]),
+        })
+    compute = share.get("forward", 0.0) + share.get("backward", 0.0) + share.get("optimizer", 0.0)
+    if compute >= T.COMPUTE_DOMINANT:
+        fixes = list(FIXES_FOR["compute"])
+        if share.get("optimizer", 0.0) >= 0.10:
+            fixes.append("fused-optim")
+        findings.append({
+            "kind": "compute", "severity": "high" if compute >= 0.8 else "moderate", "share": compute,
+            "message": f"{_pct(compute)} of step time is compute: forward {_pct(share.get('forward', 0))}, "
+                       f"backward {_pct(share.get('backward', 0))}, optimizer {_pct(share.get('optimizer', 0))} "
+                       f"(median step {_ms(median_s)} over {steps} steps)",
+            "evidence": {"forward_share": share.get("forward", 0.0), "backward_share": share.get("backward", 0.0),
+                         "optimizer_share": share.get("optimizer", 0.0), "median_step_s": median_s,
+                         "steps": steps, "threshold": T.COMPUTE_DOMINANT},
+            "fixes": fixes,
+        })
+    other = share.get("other", 0.0)
+    if other >= T.OTHER_MODERATE:
+        findings.append({
+            "kind": "other", "severity": "moderate", "share": other,
+            "message": f"{_pct(other)} of step time is outside the measured phases (Python between phases, "
+                       f"logging, host-device syncs such as .item())",
+            "evidence": {"other_share": other, "threshold": T.OTHER_MODERATE},
+            "fixes": [],
+        })
+    return findings
+
+
+def decide(findings: list[dict], steps: int) -> tuple[str, str]:
+    """(bottleneck, headline sentence) from all findings."""
+    if steps == 0:
+        return "none", "No training steps detected (no optimizer step or backward pass ran)."
+    if steps < T.MIN_STEPS:
+        return "none", f"Too little data: only {steps} training step(s) measured (need {T.MIN_STEPS})."
+    bound = [f for f in findings if f["kind"] in ("io", "communication", "launch") and f["severity"] == "high"]
+    if bound:
+        top = max(bound, key=lambda f: f.get("share", 0.0))
+        return top["kind"], f"{LABEL[top['kind']]} (high): {top['message']}."
+    compute = [f for f in findings if f["kind"] == "compute"]
+    if compute:
+        return "compute", f"{LABEL['compute']}: {compute[0]['message']}."
+    notable = sorted(findings, key=lambda f: f.get("share", 0.0), reverse=True)
+    detail = f" Largest: {notable[0]['message']}." if notable else ""
+    return "none", f"{LABEL['none']}: no phase dominates the step.{detail}"
+
+
+def sort_findings(findings: list[dict]) -> list[dict]:
+    order = {"high": 0, "moderate": 1, "low": 2, "info": 3}
+    return sorted(findings, key=lambda f: (order.get(f["severity"], 9), -f.get("share", 0.0)))

@@ -1,0 +1,200 @@
+"""Phase collector: times dataloader / h2d / forward / backward / optimizer / allreduce with no code change.
+
+It uses PyTorch's global hooks (module forward hooks, optimizer step hooks) and wraps a handful of entry points
+(DataLoader iteration, autograd.backward, Tensor.to on CUDA, torch.distributed collectives). Hooks only append
+(phase, start_ns, end_ns) to a queue; a background thread writes them. Partitioning into steps happens later, in
+the analyzers, so the hot path stays a clock read and an append.
+"""
+from __future__ import annotations
+
+import functools
+import os
+import time
+from typing import Callable
+
+STEP_MARK = "@step"
+BACKWARD_MARK = "@backward"
+
+_DIST_COLLECTIVES = (
+    "all_reduce", "all_gather", "all_gather_into_tensor", "reduce_scatter", "reduce_scatter_tensor",
+    "broadcast", "reduce", "all_to_all", "all_to_all_single", "barrier", "gather", "scatter",
+    "all_gather_object", "broadcast_object_list",
+)
+
+
+class StepLimitReached(SystemExit):
+    """Raised from the optimizer hook after `--steps N`: a clean exit (code 0) the user's `except Exception`
+    does not swallow."""
+
+    def __init__(self, steps: int):
+        super().__init__(0)
+        self.steps = steps
+
+
+class PhaseRecorder:
+    """Installs the hooks; `append(record)` is the only sink (a JsonlAppender in practice)."""
+
+    def __init__(self, append: Callable, max_steps: int | None = None, clock=time.monotonic_ns):
+        self._append = append
+        self._clock = clock
+        self.max_steps = max_steps
+        self.steps = 0
+        self._depth = 0          # nesting of module forward calls; only the outermost is timed
+        self._fwd_start = 0
+        self._in_backward = 0
+        self._undo: list[Callable] = []
+        self._owner_pid = os.getpid()
+        self.cuda_timer = None   # created lazily once the script has initialised CUDA
+        self._torch_cuda = None
+        self._fwd_event = self._opt_event = None
+        self._opt_start = 0
+
+    # -- hooks ----------------------------------------------------------------------------------------
+    def _gpu_begin(self):
+        # CUDA events only once the script itself has initialised CUDA: never create a context for it.
+        if self.cuda_timer is None:
+            if self._torch_cuda is None or not self._torch_cuda.is_initialized():
+                return None
+            from .cuda_phases import CudaPhaseTimer
+            import torch
+            self.cuda_timer = CudaPhaseTimer(torch, self._append, self._clock)
+        return self.cuda_timer.begin()
+
+    def _gpu_end(self, phase: str, event) -> None:
+        if event is not None:
+            self.cuda_timer.end(phase, event)
+
+    def _forward_pre(self, module, args):
+        if self._depth == 0:
+            self._fwd_start = self._clock()
+            self._fwd_event = self._gpu_begin()
+        self._depth += 1
+
+    def _forward_post(self, module, args, output):
+        self._depth -= 1
+        if self._depth <= 0:
+            self._depth = 0
+            self._append(("forward", self._fwd_start, self._clock()))
+            self._gpu_end("forward", self._fwd_event)
+
+    def _opt_pre(self, optimizer, args, kwargs):
+        self._opt_start = self._clock()
+        self._opt_event = self._gpu_begin()
+
+    def _opt_post(self, optimizer, args, kwargs):
+        now = self._clock()
+        self._append(("optimizer", self._opt_start, now))
+        self._append((STEP_MARK, now, now))
+        self._gpu_end("optimizer", self._opt_event)
+        if self.cuda_timer is not None:
+            self.cuda_timer.resolve()
+        self.steps += 1
+        if self.max_steps is not None and self.steps >= self.max_steps:
+            raise StepLimitReached(self.steps)
+
+    def _timed(self, phase: str, fn: Callable, mark: str | None = None) -> Callable:
+        clock, append = self._clock, self._append
+        gpu_begin, gpu_end = self._gpu_begin, self._gpu_end
+        host_only = phase == "dataloader"  # waiting for a batch is host time by definition
+
+        @functools.wraps(fn)
+        def wrapper(*args, **kwargs):
+            start = clock()
+            event = None if host_only else gpu_begin()
+            try:
+                return fn(*args, **kwargs)
+            finally:
+                end = clock()
+                append((phase, start, end))
+                gpu_end(phase, event)
+                if mark is not None:
+                    append((mark, end, end))
+
+        wrapper.__haiprof_wrapped__ = fn
+        return wrapper
+
+    # -- install / uninstall --------------------------------------------------------------------------
+    def _patch(self, owner, name: str, phase: str, mark: str | None = None) -> None:
+        original = getattr(owner, name, None)
+        if original is None or hasattr(original, "__haiprof_wrapped__"):
+            return
+        setattr(owner, name, self._timed(phase, original, mark))
+        self._undo.append(lambda: setattr(owner, name, original))
+
+    def install(self) -> "PhaseRecorder":
+        import torch
+        import torch.nn.modules.module as nn_module
+        import torch.optim.optimizer as optim_mod
+        from torch.utils.data import dataloader as dl_mod
+
+        h = nn_module.register_module_forward_pre_hook(self._forward_pre)
+        h2 = nn_module.register_module_forward_hook(self._forward_post, always_call=True)
+        h3 = optim_mod.register_optimizer_step_pre_hook(self._opt_pre)
+        h4 = optim_mod.register_optimizer_step_post_hook(self._opt_post)
+        for handle in (h, h2, h3, h4):
+            self._undo.append(handle.remove)
+
+        self._patch(dl_mod._BaseDataLoaderIter, "__next__", "dataloader")
+        self._patch(torch.autograd, "backward", "backward", BACKWARD_MARK)
+        self._patch(torch.autograd, "grad", "backward")
+        self._patch(torch.optim.Optimizer, "zero_grad", "optimizer")
+        self._patch(torch.nn.Module, "zero_grad", "optimizer")
+        if torch.distributed.is_available():
+            for name in _DIST_COLLECTIVES:
+                self._patch(torch.distributed, name, "allreduce")
+        # Host-to-device copies exist only with a GPU: on a CPU-only run h2d is 0, measured, not guessed.
+        if torch.cuda.is_available():
+            self._torch_cuda = torch.cuda
+            self._install_h2d(torch)
+        # DataLoader workers are forked copies: they must not record (nobody would flush them).
+        os.register_at_fork(after_in_child=self._in_child)
+        return self
+
+    def _install_h2d(self, torch) -> None:
+        clock, append = self._clock, self._append
+        gpu_begin, gpu_end = self._gpu_begin, self._gpu_end
+        original_to, original_cuda = torch.Tensor.to, torch.Tensor.cuda
+
+        def is_h2d(tensor, args, kwargs) -> bool:
+            if tensor.device.type != "cpu":
+                return False
+            target = kwargs.get("device", args[0] if args else None)
+            if isinstance(target, torch.Tensor):
+                target = target.device
+            return target is not None and "cuda" in str(target)
+
+        def to(self, *args, **kwargs):
+            if not is_h2d(self, args, kwargs):
+                return original_to(self, *args, **kwargs)
+            start, event = clock(), gpu_begin()
+            try:
+                return original_to(self, *args, **kwargs)
+            finally:
+                append(("h2d", start, clock()))
+                gpu_end("h2d", event)
+
+        def cuda(self, *args, **kwargs):
+            if self.device.type != "cpu":
+                return original_cuda(self, *args, **kwargs)
+            start, event = clock(), gpu_begin()
+            try:
+                return original_cuda(self, *args, **kwargs)
+            finally:
+                append(("h2d", start, clock()))
+                gpu_end("h2d", event)
+
+        torch.Tensor.to, torch.Tensor.cuda = to, cuda
+        self._undo.append(lambda: setattr(torch.Tensor, "to", original_to))
+        self._undo.append(lambda: setattr(torch.Tensor, "cuda", original_cuda))
+
+    def _in_child(self) -> None:
+        if os.getpid() != self._owner_pid:
+            self.uninstall()
+
+    def uninstall(self) -> None:
+        while self._undo:
+            undo = self._undo.pop()
+            try:
+                undo()
+            except Exception:  # a hook already gone is fine: uninstall must never raise
+                pass

@@ -1,0 +1,90 @@
+"""System sampler (psutil): process-tree CPU and memory, per-core CPU, disk and network counters.
+
+Runs in the sampler side process (haiprof/sidecar.py), never on the training thread. Counters are recorded as
+cumulative values; rates are derived by the analyzers. Children that exit keep their last counters ("retired"), so
+a DataLoader worker that finishes does not make the tree's totals go backwards.
+"""
+from __future__ import annotations
+
+import os
+
+
+class SystemSampler:
+    name = "system"
+
+    def __init__(self, root_pid: int, exclude_pids: set | None = None):
+        import psutil  # imported here: availability is checked by the caller, not at import time
+        self._psutil = psutil
+        self.root = psutil.Process(root_pid)
+        self.exclude = set(exclude_pids or ()) | {os.getpid()}
+        self._procs: dict = {}
+        self._last_io: dict = {}
+        self._retired_io = [0, 0]
+        psutil.cpu_percent(percpu=True)  # prime: the first call has no interval to measure against
+
+    @staticmethod
+    def available() -> tuple[bool, str]:
+        try:
+            import psutil  # noqa: F401
+        except ImportError:
+            return False, "psutil is not installed (pip install psutil)"
+        return True, ""
+
+    def _tree(self) -> list:
+        ps = self._psutil
+        procs = [self.root]
+        try:
+            procs += [c for c in self.root.children(recursive=True) if c.pid not in self.exclude]
+        except ps.Error:
+            pass
+        live = {}
+        for p in procs:
+            live[p.pid] = self._procs.get(p.pid, p)  # reuse: cpu_percent needs the previous call's state
+        for pid in set(self._last_io) - set(live):   # exited since the last sample
+            r, w = self._last_io.pop(pid)
+            self._retired_io[0] += r
+            self._retired_io[1] += w
+        self._procs = live
+        return list(live.values())
+
+    def sample(self) -> dict:
+        ps = self._psutil
+        cpu_main = cpu_children = 0.0
+        rss = 0
+        read_b, write_b = self._retired_io
+        nprocs = 0
+        for p in self._tree():
+            try:
+                with p.oneshot():
+                    cpu = p.cpu_percent(None)
+                    mem = p.memory_info().rss
+                    try:
+                        io = p.io_counters()
+                        self._last_io[p.pid] = (io.read_bytes, io.write_bytes)
+                    except (ps.AccessDenied, AttributeError, NotImplementedError):
+                        pass
+            except ps.Error:
+                continue
+            nprocs += 1
+            rss += mem
+            if p.pid == self.root.pid:
+                cpu_main += cpu
+            else:
+                cpu_children += cpu
+        for r, w in self._last_io.values():
+            read_b += r
+            write_b += w
+        rec = {
+            "cpu_main_pct": cpu_main, "cpu_children_pct": cpu_children, "procs": nprocs,
+            "rss_bytes": rss, "proc_read_bytes": read_b, "proc_write_bytes": write_b,
+            "cpu_cores_pct": ps.cpu_percent(percpu=True),
+        }
+        vm = ps.virtual_memory()
+        rec["mem_used_bytes"], rec["mem_total_bytes"] = vm.total - vm.available, vm.total
+        disk = ps.disk_io_counters()
+        if disk is not None:
+            rec["disk_read_bytes"], rec["disk_write_bytes"] = disk.read_bytes, disk.write_bytes
+        net = ps.net_io_counters()
+        if net is not None:
+            rec["net_sent_bytes"], rec["net_recv_bytes"] = net.bytes_sent, net.bytes_recv
+        return rec

@@ -1,0 +1,52 @@
+"""An input-bound training job: every sample waits on storage latency (a simulated 2 ms read).
+
+Plain PyTorch, no haiprof import. `haiprof run examples/input_bound.py` should call it input-bound.
+"""
+import argparse
+import time
+
+import torch
+from torch import nn
+from torch.utils.data import DataLoader, Dataset
+
+
+class SlowStorageDataset(Dataset):
+    """Each __getitem__ pays a fixed read latency, like small files on network storage."""
+
+    def __init__(self, n, dim, latency_s):
+        self.n, self.dim, self.latency_s = n, dim, latency_s
+
+    def __len__(self):
+        return self.n
+
+    def __getitem__(self, i):
+        time.sleep(self.latency_s)
+        g = torch.Generator().manual_seed(i)
+        x = torch.randn(self.dim, generator=g)
+        return x, int(x.sum() > 0)
+
+
+def main():
+    ap = argparse.ArgumentParser()
+    ap.add_argument("--batches", type=int, default=30)
+    ap.add_argument("--batch-size", type=int, default=32)
+    ap.add_argument("--latency-ms", type=float, default=2.0)
+    ap.add_argument("--workers", type=int, default=0)
+    args = ap.parse_args()
+    torch.manual_seed(0)
+    ds = SlowStorageDataset(args.batches * args.batch_size, 256, args.latency_ms / 1e3)
+    loader = DataLoader(ds, batch_size=args.batch_size, shuffle=False, num_workers=args.workers)
+    model = nn.Sequential(nn.Linear(256, 256), nn.ReLU(), nn.Linear(256, 2))
+    opt = torch.optim.SGD(model.parameters(), lr=0.05)
+    loss_fn = nn.CrossEntropyLoss()
+    for step, (x, y) in enumerate(loader):
+        opt.zero_grad()
+        loss = loss_fn(model(x), y)
+        loss.backward()
+        opt.step()
+        if step % 10 == 0:
+            print(f"step {step} loss {loss.item():.4f}")
+
+
+if __name__ == "__main__":
+    main()

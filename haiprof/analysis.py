@@ -1,0 +1,64 @@
+"""Turn a run directory into summary.json: read the files, call the analyzers, assemble the contract keys.
+
+This is wiring only; the decisions live in haiprof.analyzers.
+"""
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+
+from haiprof.analyzers import steps as step_analysis
+from haiprof.analyzers import thresholds as T
+from haiprof.analyzers import utilization, verdict
+
+from .rundir import SCHEMA_VERSION, RunDir, iter_records
+
+
+@dataclass
+class RunData:
+    """Everything a renderer may show: finished data, no further analysis needed."""
+    run_dir: RunDir
+    meta: dict
+    summary: dict
+    steps: list = field(default_factory=list)          # analyzers.steps.Step, all of them (warm-up included)
+    samples: dict = field(default_factory=dict)        # collector -> list of sample dicts
+    status: dict = field(default_factory=dict)         # collector -> {"available", "reason"}
+    timelines: dict = field(default_factory=dict)      # panel -> series, ready to plot
+
+
+def analyze(run_dir: RunDir, extra_findings: list | None = None) -> RunData:
+    meta = run_dir.read_meta()
+    all_steps, step_info = step_analysis.build_steps(iter_records(run_dir.read_phase_records()))
+    steady = step_analysis.steady_steps(all_steps, T.WARMUP_STEPS)
+    share = step_analysis.phase_share(steady)
+    stats = step_analysis.step_time_stats(steady)
+    n = len(all_steps)
+    findings = verdict.phase_findings(share, len(steady), stats["median"]) if n else []
+    findings += list(extra_findings or [])
+    bottleneck, headline = verdict.decide(findings, n)
+    samples = {name: run_dir.read_samples(name) for name in run_dir.sample_collectors()}
+    status = run_dir.read_status()
+    exit_code = meta.get("exit_code")
+    summary = {
+        "schema_version": SCHEMA_VERSION,
+        "bottleneck": bottleneck,
+        "headline": headline,
+        "phase_share": {k: round(v, 6) for k, v in share.items()},
+        "steps": n,
+        "steps_analyzed": len(steady),
+        "warmup_steps_excluded": n - len(steady),
+        "step_time_s": stats,
+        "step_detection": step_info,
+        "exit_code": exit_code,
+        "finished": exit_code is not None,
+        "findings": verdict.sort_findings(findings),
+        "utilization": utilization.summarize_system(samples.get("system", [])),
+        "collectors": status,
+        "command": meta.get("command"),
+    }
+    if exit_code is None:
+        summary["findings"].append({
+            "kind": "incomplete", "severity": "info", "share": 0.0,
+            "message": "the run did not finish under haiprof (killed?): data up to the last flush is shown",
+            "evidence": {"last_flush": "≤ 1 s before the end"}, "fixes": []})
+    timelines = {"system": utilization.system_timelines(samples.get("system", []))}
+    return RunData(run_dir, meta, summary, all_steps, samples, status, timelines)

@@ -1,0 +1,139 @@
+"""Command line: `haiprof run|report …`. Parses arguments and wires the stages; no analysis happens here.
+
+Errors in what the user gave us are one line on stderr and a non-zero exit code, never a haiprof traceback.
+"""
+from __future__ import annotations
+
+import argparse
+import sys
+
+from . import __version__
+
+USAGE_ERROR = 2
+
+
+class UserError(Exception):
+    """Bad input from the user: printed as one line, exit code USAGE_ERROR."""
+
+
+def _fail(msg: str, code: int = USAGE_ERROR) -> int:
+    print(f"haiprof: error: {msg}", file=sys.stderr)
+    return code
+
+
+def _takes_value(parser: argparse.ArgumentParser) -> dict:
+    out = {}
+    for action in parser._actions:
+        for opt in action.option_strings:
+            out[opt] = action.nargs != 0
+    return out
+
+
+def split_target(parser: argparse.ArgumentParser, argv: list[str]) -> tuple[list[str], list[str]]:
+    """Split `[options] SCRIPT ARGS…` at the script: nothing after it is ours (python's own rule)."""
+    takes = _takes_value(parser)
+    i = 0
+    while i < len(argv):
+        tok = argv[i]
+        if tok == "--":
+            return argv[:i], argv[i + 1:]
+        if tok in ("-m",):
+            return argv[:i], argv[i:]
+        if not tok.startswith("-") or tok == "-":
+            return argv[:i], argv[i:]
+        name = tok.split("=", 1)[0]
+        if name not in takes:
+            raise UserError(f"unknown option {tok!r} for 'haiprof run' (see haiprof run --help)")
+        i += 2 if takes[name] and "=" not in tok else 1
+    return argv, []
+
+
+def _run_parser() -> argparse.ArgumentParser:
+    p = argparse.ArgumentParser(
+        prog="haiprof run", usage="haiprof run [options] (SCRIPT | -m MODULE) [ARGS ...]",
+        description="Run a PyTorch training script as python would, profile it, write a report.")
+    p.add_argument("--out", metavar="DIR", help="run directory (default haiprof-runs/<name>-<timestamp>/)")
+    p.add_argument("--steps", type=int, metavar="N", help="stop the script cleanly after N optimizer steps")
+    p.add_argument("--quiet", action="store_true", help="print nothing but the script's own output")
+    p.add_argument("--sample-interval", type=float, default=0.5, metavar="S",
+                   help="system sampling interval in seconds, jittered ±20%% (default 0.5)")
+    return p
+
+
+def cmd_run(argv: list[str]) -> int:
+    parser = _run_parser()
+    if argv and argv[0] in ("-h", "--help"):
+        parser.print_help()
+        return 0
+    ours, target = split_target(parser, argv)
+    try:
+        ns = parser.parse_args(ours)
+    except SystemExit as e:  # argparse already printed its one-line message
+        return int(e.code or 0)
+    module = script = None
+    if target and target[0] == "-m":
+        if len(target) < 2:
+            raise UserError("-m needs a module name")
+        module, args = target[1], target[2:]
+    elif target:
+        script, args = target[0], target[1:]
+    else:
+        raise UserError("no script given: haiprof run [options] SCRIPT [ARGS ...]")
+    if ns.steps is not None and ns.steps < 1:
+        raise UserError("--steps must be at least 1")
+    if ns.sample_interval <= 0:
+        raise UserError("--sample-interval must be positive")
+    from .session import RunOptions, run
+    opts = RunOptions(script=script, module=module, args=args, out=ns.out, steps=ns.steps, quiet=ns.quiet,
+                      sample_interval_s=ns.sample_interval, haiprof_argv=list(argv))
+    return run(opts)
+
+
+def cmd_report(argv: list[str]) -> int:
+    p = argparse.ArgumentParser(prog="haiprof report", description="(Re)build summary.json and report.html "
+                                "from a run directory, e.g. after the run was killed.")
+    p.add_argument("run_dir")
+    p.add_argument("--quiet", action="store_true")
+    try:
+        ns = p.parse_args(argv)
+    except SystemExit as e:
+        return int(e.code or 0)
+    from .rundir import RunDir
+    from .session import finish
+    run_dir = RunDir.open(ns.run_dir)
+    run_dir.read_meta()
+    return 0 if finish(run_dir, quiet=ns.quiet) is not None else 1
+
+
+COMMANDS = {
+    "run": (cmd_run, "run a script or module under the profiler"),
+    "report": (cmd_report, "rebuild summary.json and report.html from a run directory"),
+}
+
+
+def _usage() -> str:
+    lines = ["usage: haiprof COMMAND [options] ...", "", "commands:"]
+    lines += [f"  {name:<10} {help_}" for name, (_, help_) in COMMANDS.items()]
+    return "\n".join(lines)
+
+
+def main(argv: list[str] | None = None) -> int:
+    from .launcher import LaunchError
+    from .rundir import NotARunDir
+
+    argv = list(sys.argv[1:] if argv is None else argv)
+    if not argv or argv[0] in ("-h", "--help"):
+        print(_usage())
+        return 0 if argv else USAGE_ERROR
+    if argv[0] == "--version":
+        print(f"haiprof {__version__}")
+        return 0
+    name, rest = argv[0], argv[1:]
+    if name not in COMMANDS:
+        return _fail(f"unknown command {name!r}\n{_usage()}")
+    try:
+        return COMMANDS[name][0](rest)
+    except (UserError, LaunchError, NotARunDir) as e:
+        return _fail(str(e))
+    except KeyboardInterrupt:
+        return 130

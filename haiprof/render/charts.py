@@ -1,0 +1,58 @@
+"""Plotly figure specs as plain dicts (no plotly import: it costs start-up time and nothing here needs it)."""
+from __future__ import annotations
+
+import html
+
+PHASE_COLORS = {
+    "dataloader": "#e45756", "h2d": "#f58518", "forward": "#4c78a8", "backward": "#72b7b2",
+    "optimizer": "#54a24b", "allreduce": "#b279a2", "other": "#bab0ac",
+}
+MAX_BARS = 2000
+
+
+def safe_text(s) -> str:
+    """Plotly renders a subset of HTML in labels: escape anything that came from the run."""
+    return html.escape(str(s), quote=True)
+
+
+def _layout(title: str, ytitle: str, **extra) -> dict:
+    layout = {"title": {"text": safe_text(title)}, "height": 320, "margin": {"l": 60, "r": 20, "t": 40, "b": 40},
+              "yaxis": {"title": {"text": ytitle}}, "legend": {"orientation": "h"}, "template": None}
+    layout.update(extra)
+    return layout
+
+
+def step_chart(steps, warmup: int, phases) -> dict:
+    """Stacked bar per step (ms per phase); long runs are binned so the chart stays small."""
+    n = len(steps)
+    bin_size = max(1, -(-n // MAX_BARS))
+    xs, per_phase = [], {p: [] for p in phases}
+    for i in range(0, n, bin_size):
+        chunk = steps[i:i + bin_size]
+        xs.append(chunk[0].index)
+        for p in phases:
+            per_phase[p].append(sum(s.phases_ns.get(p, 0) for s in chunk) / len(chunk) / 1e6)
+    traces = [{"type": "bar", "name": p, "x": xs, "y": per_phase[p], "marker": {"color": PHASE_COLORS[p]}}
+              for p in phases if any(per_phase[p])]
+    title = "Time per step by phase" + (f" (mean of {bin_size} steps per bar)" if bin_size > 1 else "")
+    shapes = []
+    if warmup and n > warmup:
+        shapes.append({"type": "rect", "xref": "x", "yref": "paper", "x0": -0.5, "x1": warmup - 0.5,
+                       "y0": 0, "y1": 1, "fillcolor": "#999", "opacity": 0.15, "line": {"width": 0}})
+    return {"data": traces, "layout": _layout(title, "ms", barmode="stack", shapes=shapes,
+                                               xaxis={"title": {"text": "step"}})}
+
+
+def share_chart(share: dict) -> dict:
+    phases = [p for p in share if share[p] > 0]
+    return {"data": [{"type": "bar", "orientation": "h", "y": phases, "x": [100 * share[p] for p in phases],
+                      "marker": {"color": [PHASE_COLORS.get(p, "#888") for p in phases]},
+                      "text": [f"{100 * share[p]:.1f}%" for p in phases], "textposition": "auto"}],
+            "layout": _layout("Share of step time", "", height=260, xaxis={"title": {"text": "% of step time"}},
+                              yaxis={"autorange": "reversed"})}
+
+
+def timeline_chart(title: str, ytitle: str, series: list[tuple[str, list, list]]) -> dict:
+    traces = [{"type": "scatter", "mode": "lines", "name": safe_text(name), "x": x, "y": y}
+              for name, x, y in series if x]
+    return {"data": traces, "layout": _layout(title, ytitle, xaxis={"title": {"text": "seconds since start"}})}

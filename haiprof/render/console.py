@@ -1,0 +1,13 @@
+"""Console output: the verdict sentence and where the report is. Goes to stderr, never the script's stdout."""
+from __future__ import annotations
+
+
+def verdict_lines(summary: dict, report_path) -> list[str]:
+    lines = [f"haiprof: {summary['headline']}"]
+    for f in summary.get("findings", [])[:4]:
+        if f["kind"] != summary["bottleneck"] and f["severity"] in ("high", "moderate"):
+            lines.append(f"haiprof:   also {f['kind']} ({f['severity']}): {f['message']}")
+    if summary.get("exit_code") not in (0, None):
+        lines.append(f"haiprof: the script exited with code {summary['exit_code']}")
+    lines.append(f"haiprof: report: {report_path}")
+    return lines

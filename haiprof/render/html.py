@@ -1,0 +1,166 @@
+"""report.html: one self-contained file (plotly.js inlined, no network), verdict sentence first.
+
+Sections are small functions (RunData -> HTML fragment, figures) listed in SECTIONS; a new collector or analyzer
+adds its panel by adding a function there. Every string that came from the run goes through `esc`.
+"""
+from __future__ import annotations
+
+import html
+import importlib.util
+import json
+import shlex
+from pathlib import Path
+
+from . import charts
+
+PHASES = ("dataloader", "h2d", "forward", "backward", "optimizer", "allreduce", "other")
+
+
+def esc(x) -> str:
+    return html.escape("" if x is None else str(x), quote=True)
+
+
+def _plotly_js() -> str:
+    spec = importlib.util.find_spec("plotly")
+    if spec is None or not spec.submodule_search_locations:
+        return ""
+    path = Path(list(spec.submodule_search_locations)[0]) / "package_data" / "plotly.min.js"
+    return path.read_text(encoding="utf-8") if path.is_file() else ""
+
+
+def _json_for_script(obj) -> str:
+    # Inside <script>, "</script>" or "<!--" in a string would end the block: escape the characters instead.
+    return (json.dumps(obj, separators=(",", ":"), default=str)
+            .replace("<", "\\u003c").replace(">", "\\u003e").replace("&", "\\u0026"))
+
+
+def fix_command(meta: dict, fix: str) -> str:
+    """The same haiprof command line with `--fix FIX` (and without --out, so the new run gets its own dir)."""
+    argv = list(meta.get("haiprof_argv") or [])
+    for opt in ("--out",):
+        if opt in argv and argv.index(opt) + 1 < len(argv) and "--" not in argv[:argv.index(opt)]:
+            i = argv.index(opt)
+            del argv[i:i + 2]
+    return shlex.join(["haiprof", "run", "--fix", fix, *argv])
+
+
+# -- sections ------------------------------------------------------------------------------------------------
+def section_verdict(d, figs):
+    s = d.summary
+    badge = esc(s["bottleneck"])
+    exit_line = ""
+    if s.get("exit_code") not in (0, None):
+        exit_line = f'<p class="warn">The script exited with code {esc(s["exit_code"])}' + \
+                    (f": {esc(d.meta.get('error'))}" if d.meta.get("error") else "") + "</p>"
+    elif s.get("exit_code") is None:
+        exit_line = '<p class="warn">The run did not finish under haiprof; showing data up to the last flush.</p>'
+    med = s["step_time_s"].get("median")
+    facts = (f"{s['steps']} steps, median step {med * 1e3:.1f} ms" if med else f"{s['steps']} steps")
+    return (f'<section id="verdict"><div class="badge b-{badge}">{badge}</div>'
+            f'<h2 id="headline">{esc(s["headline"])}</h2><p class="facts">{esc(facts)}</p>{exit_line}</section>')
+
+
+def section_phases(d, figs):
+    s = d.summary
+    if not d.steps:
+        return '<section><h3>Phases</h3><p>No training steps were detected, so there is no phase breakdown.</p></section>'
+    figs["share"] = charts.share_chart(s["phase_share"])
+    figs["steps"] = charts.step_chart(d.steps, s.get("warmup_steps_excluded", 0), PHASES)
+    rows = "".join(f"<tr><td>{p}</td><td>{100 * s['phase_share'][p]:.1f}%</td></tr>" for p in PHASES)
+    note = ""
+    if s.get("warmup_steps_excluded"):
+        note = f"<p class='note'>Shares exclude {s['warmup_steps_excluded']} warm-up step(s) (shaded).</p>"
+    return (f'<section id="phases"><h3>Phases</h3><div class="row"><div class="chart" id="fig-share"></div>'
+            f'<table class="kv">{rows}</table></div>{note}<div class="chart" id="fig-steps"></div></section>')
+
+
+def section_utilization(d, figs):
+    tl = d.timelines.get("system")
+    if not tl:
+        st = d.status.get("system")
+        why = st.get("reason") if st and st.get("reason") else "no samples were recorded (the run was too short)"
+        return (f'<section id="utilization"><h3>Utilization</h3>'
+                f'<p class="unavailable">System sampler: {esc(why)}</p></section>')
+    figs["cpu"] = charts.timeline_chart("CPU", "%", tl["cpu"])
+    figs["mem"] = charts.timeline_chart("Memory", "GiB", tl["mem"])
+    figs["io"] = charts.timeline_chart("Disk and network", "MiB/s", tl["io_mib_s"])
+    u = d.summary.get("utilization", {})
+    facts = ""
+    if u.get("cpu_main_pct_mean") is not None:
+        facts = (f"training process CPU {u['cpu_main_pct_mean']:.0f}% (mean), workers "
+                 f"{u.get('cpu_children_pct_mean') or 0:.0f}%, peak RSS {u.get('rss_bytes_max', 0) / 2**30:.2f} GiB")
+    return (f'<section id="utilization"><h3>Utilization</h3><p>{esc(facts)}</p>'
+            f'<div class="chart" id="fig-cpu"></div><div class="chart" id="fig-mem"></div>'
+            f'<div class="chart" id="fig-io"></div></section>')
+
+
+def section_findings(d, figs):
+    items = []
+    for f in d.summary["findings"]:
+        fixes = "".join(f'<li><code>{esc(fix_command(d.meta, fx))}</code></li>' for fx in f.get("fixes", []))
+        fixes_html = f'<p>Apply a fix and measure it:</p><ul class="fixes">{fixes}</ul>' if fixes else ""
+        ev = esc(json.dumps(f.get("evidence", {}), default=str, sort_keys=True))
+        items.append(f'<li class="finding sev-{esc(f["severity"])}"><b>{esc(f["kind"])}</b> '
+                     f'<span class="sev">{esc(f["severity"])}</span>: {esc(f["message"])}{fixes_html}'
+                     f'<details><summary>evidence</summary><pre>{ev}</pre></details></li>')
+    body = "".join(items) or "<li>No findings.</li>"
+    return f'<section id="findings"><h3>Findings</h3><ul>{body}</ul></section>'
+
+
+def section_collectors(d, figs):
+    rows = "".join(
+        f"<tr><td>{esc(name)}</td><td>{'available' if st.get('available') else 'unavailable'}</td>"
+        f"<td>{esc(st.get('reason') or '')}</td></tr>" for name, st in sorted(d.status.items()))
+    rows += "<tr><td>phases</td><td>available</td><td>" + esc(
+        f"step boundaries from {d.summary['step_detection'].get('boundary')}, timing: "
+        f"{d.summary['step_detection'].get('timing')}") + "</td></tr>"
+    return f'<section id="collectors"><h3>Collectors</h3><table class="grid">{rows}</table></section>'
+
+
+def section_meta(d, figs):
+    keep = ("command", "cwd", "host", "python", "torch", "cpu_model", "cpu_count", "gpus", "start_time",
+            "end_time", "exit_code", "how", "haiprof_version")
+    rows = "".join(f"<tr><td>{esc(k)}</td><td>{esc(d.meta.get(k))}</td></tr>" for k in keep if k in d.meta)
+    return f'<section id="meta"><h3>Run</h3><table class="grid">{rows}</table></section>'
+
+
+SECTIONS = [section_verdict, section_findings, section_phases, section_utilization, section_collectors,
+            section_meta]
+
+CSS = """
+body{font-family:system-ui,-apple-system,Segoe UI,Roboto,sans-serif;margin:0 auto;max-width:1100px;padding:16px;color:#222}
+h1{font-size:18px;color:#555} h2{font-size:24px;margin:8px 0} h3{border-bottom:1px solid #ddd;padding-bottom:4px}
+.badge{display:inline-block;padding:2px 10px;border-radius:10px;color:#fff;background:#777;font-weight:600}
+.b-io{background:#e45756}.b-compute{background:#4c78a8}.b-launch{background:#f58518}.b-communication{background:#b279a2}
+.warn{color:#b00}.note,.facts{color:#666}.unavailable{color:#a60}
+.row{display:flex;gap:16px;align-items:center}.row .chart{flex:1}
+table.grid,table.kv{border-collapse:collapse}table.grid td,table.kv td{border:1px solid #ddd;padding:3px 8px;vertical-align:top}
+li.finding{margin:8px 0}.sev{font-size:12px;padding:1px 6px;border-radius:6px;background:#eee}
+.sev-high .sev{background:#f8d0d0}.sev-moderate .sev{background:#fde8c8}
+pre{white-space:pre-wrap;font-size:12px;background:#f6f6f6;padding:6px} code{background:#f3f3f3;padding:1px 4px}
+"""
+
+BOOT = """
+(function(){var figs=JSON.parse(document.getElementById('haiprof-figures').textContent);
+if(typeof Plotly==='undefined'){document.body.insertAdjacentHTML('beforeend','<p class=warn>plotly.js missing: charts not drawn</p>');return;}
+Object.keys(figs).forEach(function(k){var el=document.getElementById('fig-'+k);if(el){
+Plotly.newPlot(el,figs[k].data,figs[k].layout,{displaylogo:false,responsive:true});}});})();
+"""
+
+
+def render(d) -> str:
+    figs: dict = {}
+    body = "\n".join(section(d, figs) for section in SECTIONS)
+    title = f"haiprof: {d.meta.get('target_name', 'run')}"
+    return (f'<!DOCTYPE html><html lang="en"><head><meta charset="utf-8"><title>{esc(title)}</title>'
+            f'<style>{CSS}</style><script>{_plotly_js()}</script></head><body>'
+            f'<h1>{esc(title)}</h1>{body}'
+            f'<script type="application/json" id="haiprof-figures">{_json_for_script(figs)}</script>'
+            f'<script>{BOOT}</script></body></html>')
+
+
+def write(d, path: Path) -> Path:
+    tmp = path.with_name("." + path.name + ".tmp")
+    tmp.write_text(render(d), encoding="utf-8")
+    tmp.replace(path)
+    return path

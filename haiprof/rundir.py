@@ -1,0 +1,215 @@
+"""The run directory: haiprof's data model.
+
+Every stage talks through these files, so a run can be re-analysed later (`haiprof report`) and survives a
+SIGKILL of the training process up to the last flush:
+
+    meta.json              what ran, where and when (rewritten atomically at start and at exit)
+    phases.jsonl           phase intervals from the training process, one JSON list per line:
+                           [phase, start_ns, end_ns] with CLOCK_MONOTONIC nanoseconds; a step boundary is
+                           ["@step", t_ns, t_ns]
+    samples/<name>.jsonl   one JSON object per sample and collector, each with "t_ns" (CLOCK_MONOTONIC)
+    status.jsonl           one line per collector: {"collector", "available", "reason"}
+    summary.json           derived by the analyzers (schema below); report.html is derived too
+"""
+from __future__ import annotations
+
+import json
+import os
+import threading
+from collections import deque
+from pathlib import Path
+from typing import Any, Iterable
+
+SCHEMA_VERSION = 1
+PHASES = ("dataloader", "h2d", "forward", "backward", "optimizer", "allreduce")
+ALL_PHASES = PHASES + ("other",)
+STEP_MARK = "@step"
+BACKWARD_MARK = "@backward"
+
+META = "meta.json"
+PHASES_FILE = "phases.jsonl"
+STATUS_FILE = "status.jsonl"
+SUMMARY = "summary.json"
+REPORT = "report.html"
+SAMPLES_DIR = "samples"
+
+
+class NotARunDir(Exception):
+    """Raised when a path is not a haiprof run directory."""
+
+
+def write_json_atomic(path: Path, obj: Any) -> None:
+    # Write-then-rename so a reader (or a crash) never sees half a file.
+    tmp = path.with_name(f".{path.name}.{os.getpid()}.tmp")
+    with open(tmp, "w", encoding="utf-8") as f:
+        json.dump(obj, f, indent=1, sort_keys=True, default=str)
+        f.write("\n")
+    os.replace(tmp, path)
+
+
+def read_jsonl(path: Path) -> list:
+    """Read a JSONL file; a torn last line (process killed mid-write) is skipped, not fatal."""
+    out = []
+    try:
+        with open(path, "r", encoding="utf-8", errors="replace") as f:
+            for line in f:
+                line = line.strip()
+                if not line:
+                    continue
+                try:
+                    out.append(json.loads(line))
+                except ValueError:
+                    continue
+    except FileNotFoundError:
+        pass
+    return out
+
+
+class JsonlAppender:
+    """Buffered append-only JSONL writer. `append` is cheap and thread-safe; `flush` does the I/O.
+
+    A background thread calls `flush` every `interval_s`, so data reaches the disk at least once a second.
+    """
+
+    def __init__(self, path: Path, interval_s: float = 0.5):
+        self.path = Path(path)
+        self.path.parent.mkdir(parents=True, exist_ok=True)
+        self._queue: deque = deque()
+        self._lock = threading.Lock()
+        self._interval = interval_s
+        self._stop = threading.Event()
+        self._thread: threading.Thread | None = None
+        self._file = open(self.path, "a", encoding="utf-8")
+
+    def append(self, record: Any) -> None:
+        self._queue.append(record)  # deque.append is atomic: safe from hooks on any thread
+
+    def flush(self) -> None:
+        with self._lock:
+            if self._file is None:
+                return
+            lines = []
+            q = self._queue
+            while q:
+                lines.append(json.dumps(q.popleft(), separators=(",", ":"), default=str))
+            if lines:
+                self._file.write("\n".join(lines) + "\n")
+                self._file.flush()
+
+    def start(self) -> "JsonlAppender":
+        self._thread = threading.Thread(target=self._loop, name="haiprof-flush", daemon=True)
+        self._thread.start()
+        return self
+
+    def _loop(self) -> None:
+        while not self._stop.wait(self._interval):
+            try:
+                self.flush()
+            except OSError:
+                return  # disk full or dir removed: stop writing, never disturb training
+
+    def close(self) -> None:
+        self._stop.set()
+        if self._thread is not None:
+            self._thread.join(timeout=2)
+        try:
+            self.flush()
+        finally:
+            with self._lock:
+                if self._file is not None:
+                    self._file.close()
+                    self._file = None
+
+
+class RunDir:
+    """A run directory on disk. Cheap to construct; reads lazily."""
+
+    def __init__(self, path: str | os.PathLike):
+        self.path = Path(path)
+
+    # -- creation -------------------------------------------------------------------------------------
+    @classmethod
+    def create(cls, path: str | os.PathLike) -> "RunDir":
+        p = Path(path)
+        p.mkdir(parents=True, exist_ok=True)
+        (p / SAMPLES_DIR).mkdir(exist_ok=True)
+        return cls(p)
+
+    @classmethod
+    def open(cls, path: str | os.PathLike) -> "RunDir":
+        p = Path(path)
+        if not p.is_dir():
+            raise NotARunDir(f"{path}: no such directory")
+        if not (p / META).is_file():
+            raise NotARunDir(f"{path}: not a haiprof run directory (no {META})")
+        return cls(p)
+
+    # -- paths ----------------------------------------------------------------------------------------
+    def file(self, name: str) -> Path:
+        return self.path / name
+
+    def samples_file(self, collector: str) -> Path:
+        return self.path / SAMPLES_DIR / f"{collector}.jsonl"
+
+    # -- meta -----------------------------------------------------------------------------------------
+    def read_meta(self) -> dict:
+        try:
+            with open(self.path / META, encoding="utf-8") as f:
+                return json.load(f)
+        except (OSError, ValueError) as e:
+            raise NotARunDir(f"{self.path}: unreadable {META} ({e.__class__.__name__})") from None
+
+    def write_meta(self, meta: dict) -> None:
+        write_json_atomic(self.path / META, meta)
+
+    def update_meta(self, **fields: Any) -> dict:
+        meta = self.read_meta()
+        meta.update(fields)
+        self.write_meta(meta)
+        return meta
+
+    # -- streams --------------------------------------------------------------------------------------
+    def phase_appender(self) -> JsonlAppender:
+        return JsonlAppender(self.path / PHASES_FILE)
+
+    def read_phase_records(self) -> list:
+        return read_jsonl(self.path / PHASES_FILE)
+
+    def read_samples(self, collector: str) -> list:
+        return read_jsonl(self.samples_file(collector))
+
+    def sample_collectors(self) -> list[str]:
+        d = self.path / SAMPLES_DIR
+        return sorted(p.stem for p in d.glob("*.jsonl")) if d.is_dir() else []
+
+    def record_status(self, collector: str, available: bool, reason: str = "") -> None:
+        line = json.dumps({"collector": collector, "available": available, "reason": reason})
+        with open(self.path / STATUS_FILE, "a", encoding="utf-8") as f:
+            f.write(line + "\n")
+
+    def read_status(self) -> dict:
+        """Latest status per collector (a later line overrides: a collector that failed mid-run)."""
+        status: dict = {}
+        for rec in read_jsonl(self.path / STATUS_FILE):
+            if isinstance(rec, dict) and "collector" in rec:
+                status[rec["collector"]] = rec
+        return status
+
+    # -- derived outputs ------------------------------------------------------------------------------
+    def write_summary(self, summary: dict) -> Path:
+        write_json_atomic(self.path / SUMMARY, summary)
+        return self.path / SUMMARY
+
+    def read_summary(self) -> dict:
+        with open(self.path / SUMMARY, encoding="utf-8") as f:
+            return json.load(f)
+
+
+def iter_records(records: Iterable) -> Iterable[tuple]:
+    """Yield well-formed phase records (name, start_ns, end_ns); malformed ones are dropped."""
+    for r in records:
+        if isinstance(r, list) and len(r) >= 3 and isinstance(r[0], str):
+            try:
+                yield r[0], int(r[1]), int(r[2])
+            except (TypeError, ValueError):
+                continue

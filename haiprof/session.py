@@ -1,0 +1,162 @@
+"""`haiprof run`: wire the collectors around the user's script, then analyse and render.
+
+Order matters for overhead and safety: the side sampler starts first (it runs in its own process), the hooks are
+installed just before the script runs and removed right after, and every failure of ours is reported on one line
+without touching the script's exit code.
+"""
+from __future__ import annotations
+
+import os
+import platform
+import signal
+import socket
+import subprocess
+import sys
+import time
+from dataclasses import dataclass, field
+from pathlib import Path
+
+from . import __version__, launcher
+from .rundir import RunDir
+
+SAMPLE_INTERVAL_S = 0.5
+
+
+@dataclass
+class RunOptions:
+    script: str | None
+    module: str | None
+    args: list
+    out: str | None = None
+    steps: int | None = None
+    quiet: bool = False
+    sample_interval_s: float = SAMPLE_INTERVAL_S
+    haiprof_argv: list = field(default_factory=list)
+
+
+def default_out_dir(target_name: str) -> Path:
+    stamp = time.strftime("%Y%m%d-%H%M%S")
+    base = Path("haiprof-runs") / f"{target_name}-{stamp}"
+    path, n = base, 1
+    while path.exists():  # two runs in the same second get their own directories
+        n += 1
+        path = base.with_name(f"{base.name}-{n}")
+    return path
+
+
+def _cpu_model() -> str:
+    try:
+        with open("/proc/cpuinfo", encoding="utf-8") as f:
+            for line in f:
+                if line.startswith("model name"):
+                    return line.split(":", 1)[1].strip()
+    except OSError:
+        pass
+    return platform.processor() or platform.machine()
+
+
+def _gpus() -> list[str]:
+    # The driver's procfs lists GPUs without creating a CUDA context in the training process.
+    out = []
+    for info in sorted(Path("/proc/driver/nvidia/gpus").glob("*/information")):
+        try:
+            for line in info.read_text().splitlines():
+                if line.startswith("Model:"):
+                    out.append(line.split(":", 1)[1].strip())
+        except OSError:
+            continue
+    return out
+
+
+def collect_meta(opts: RunOptions, target_name: str) -> dict:
+    import torch
+    return {
+        "haiprof_version": __version__, "haiprof_argv": opts.haiprof_argv,
+        "target_argv": ([sys.executable, "-m", opts.module] if opts.module else [sys.executable, opts.script])
+        + list(opts.args),
+        "command": " ".join(["haiprof", "run", *opts.haiprof_argv]) if opts.haiprof_argv else None,
+        "target_name": target_name, "script": opts.script, "module": opts.module, "argv": list(opts.args),
+        "cwd": os.getcwd(), "host": socket.gethostname(), "pid": os.getpid(),
+        "python": platform.python_version(), "torch": torch.__version__,
+        "cpu_model": _cpu_model(), "cpu_count": os.cpu_count(),
+        "cpu_affinity": len(os.sched_getaffinity(0)) if hasattr(os, "sched_getaffinity") else None,
+        "gpus": _gpus(), "start_time": time.time(), "start_monotonic_ns": time.monotonic_ns(),
+        "end_time": None, "exit_code": None,
+    }
+
+
+def start_sidecar(run_dir: RunDir, interval_s: float):
+    try:
+        return subprocess.Popen(
+            [sys.executable, "-m", "haiprof.sidecar", str(run_dir.path), str(os.getpid()), str(interval_s)],
+            stdin=subprocess.PIPE, stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL,
+            start_new_session=False, close_fds=True)
+    except OSError as e:
+        run_dir.record_status("system", False, f"sampler process could not start: {e}")
+        return None
+
+
+def stop_sidecar(proc) -> None:
+    if proc is None:
+        return
+    try:
+        proc.stdin.close()
+        proc.wait(timeout=1.0)
+    except (OSError, subprocess.TimeoutExpired):
+        proc.kill()
+
+
+def run(opts: RunOptions) -> int:
+    """Run the target under the collectors; return the exit code python would have returned."""
+    from haiprof.collectors.phases import PhaseRecorder, StepLimitReached
+
+    target = opts.module or opts.script
+    target_name = Path(target.rstrip("/")).stem if opts.script else opts.module.split(".")[-1]
+    launcher._check_target(opts.script, opts.module)   # bad target: fail before creating anything
+    run_dir = RunDir.create(opts.out or default_out_dir(target_name))
+    run_dir.write_meta(collect_meta(opts, target_name))
+    sidecar = start_sidecar(run_dir, opts.sample_interval_s)
+    appender = run_dir.phase_appender().start()
+    recorder = PhaseRecorder(appender.append, max_steps=opts.steps)
+    try:
+        recorder.install()
+    except Exception as e:  # hooks unavailable in this torch: still run the script, say why
+        run_dir.record_status("phases", False, f"hooks could not be installed: {type(e).__name__}: {e}")
+    outcome = None
+    try:
+        outcome = launcher.run(opts.script, opts.args, opts.module, step_limit_exc=StepLimitReached)
+    finally:
+        recorder.uninstall()
+        appender.close()
+        stop_sidecar(sidecar)
+        if outcome is None:  # we are being torn down by something we did not catch
+            outcome = launcher.Outcome(1, "exception", error="haiprof interrupted")
+        run_dir.update_meta(end_time=time.time(), end_monotonic_ns=time.monotonic_ns(),
+                            exit_code=outcome.exit_code, how=outcome.how, error=outcome.error,
+                            steps_limit=opts.steps)
+        finish(run_dir, quiet=opts.quiet)
+    if outcome.reraise_signal is not None:
+        # Die of the same signal, as python would, so the parent sees the same status.
+        sys.stdout.flush()
+        sys.stderr.flush()
+        signal.signal(outcome.reraise_signal, signal.SIG_DFL)
+        os.kill(os.getpid(), outcome.reraise_signal)
+    return outcome.exit_code
+
+
+def finish(run_dir: RunDir, quiet: bool = False) -> dict | None:
+    """Analyse and render; a failure here is one line on stderr, never the user's exit code."""
+    from .analysis import analyze
+    from .render import console, html
+
+    try:
+        data = analyze(run_dir)
+        run_dir.write_summary(data.summary)
+        report = html.write(data, run_dir.file("report.html"))
+    except Exception as e:
+        print(f"haiprof: could not write the report in {run_dir.path}: {type(e).__name__}: {e}", file=sys.stderr)
+        return None
+    if not quiet:
+        for line in console.verdict_lines(data.summary, report):
+            print(line, file=sys.stderr)
+    return data.summary

@@ -1,0 +1,59 @@
+import json
+import os
+import subprocess
+import sys
+import threading
+from pathlib import Path
+
+import pytest
+
+REPO = Path(__file__).resolve().parent.parent
+EXAMPLES = REPO / "examples"
+SCRIPTS = Path(__file__).resolve().parent / "scripts"
+HAIPROF = [sys.executable, "-m", "haiprof"]
+
+
+def _has_cuda() -> bool:
+    try:
+        import torch
+        return torch.cuda.is_available()
+    except Exception:
+        return False
+
+
+def pytest_collection_modifyitems(config, items):
+    if _has_cuda():
+        return
+    skip = pytest.mark.skip(reason="no CUDA GPU on this machine")
+    for item in items:
+        if "gpu" in item.keywords:
+            item.add_marker(skip)
+
+
+def run_haiprof(*args, cwd=None, timeout=180, env=None, **kw):
+    """Run `python -m haiprof ARGS` as a real subprocess; returns CompletedProcess with text output."""
+    e = dict(os.environ)
+    e.update(env or {})
+    return subprocess.run([*HAIPROF, *map(str, args)], cwd=cwd, capture_output=True, text=True,
+                          timeout=timeout, env=e, **kw)
+
+
+def load_summary(run_dir) -> dict:
+    return json.loads((Path(run_dir) / "summary.json").read_text())
+
+
+@pytest.fixture
+def run_dir(tmp_path):
+    return tmp_path / "run"
+
+
+@pytest.fixture(autouse=True)
+def no_thread_leak():
+    """Collector threads must not outlive what started them (pyinstrument does the same check)."""
+    before = {t.ident for t in threading.enumerate()}
+    yield
+    leaked = [t for t in threading.enumerate() if t.ident not in before and t.name.startswith("haiprof")]
+    for t in leaked:
+        t.join(timeout=3)
+    leaked = [t.name for t in leaked if t.is_alive()]
+    assert not leaked, f"haiprof threads leaked: {leaked}"

@@ -1,0 +1,54 @@
+"""Bad input: one clear line on stderr, non-zero exit, no haiprof traceback, nothing half-written."""
+import pytest
+
+from conftest import run_haiprof
+
+
+def _one_line_error(r):
+    assert r.returncode != 0
+    assert "Traceback" not in r.stderr, r.stderr
+    lines = [l for l in r.stderr.splitlines() if l.strip()]
+    assert lines and lines[0].startswith("haiprof: error:"), r.stderr
+    return lines[0]
+
+
+def test_missing_script(tmp_path):
+    line = _one_line_error(run_haiprof("run", "--out", tmp_path / "r", tmp_path / "nope.py"))
+    assert "nope.py" in line and "No such file" in line
+    assert not (tmp_path / "r").exists()
+
+
+def test_syntax_error(tmp_path):
+    bad = tmp_path / "bad.py"
+    bad.write_text("def f(:\n    pass\n")
+    line = _one_line_error(run_haiprof("run", "--out", tmp_path / "r", bad))
+    assert "SyntaxError" in line and "bad.py:1" in line
+
+
+def test_missing_module(tmp_path):
+    line = _one_line_error(run_haiprof("run", "--out", tmp_path / "r", "-m", "no_such_module_xyz"))
+    assert "no_such_module_xyz" in line
+
+
+def test_report_on_non_run_dir(tmp_path):
+    line = _one_line_error(run_haiprof("report", tmp_path))
+    assert "not a haiprof run directory" in line
+    line = _one_line_error(run_haiprof("report", tmp_path / "absent"))
+    assert "no such directory" in line
+
+
+def test_report_on_corrupt_meta(tmp_path):
+    (tmp_path / "meta.json").write_text("{not json")
+    line = _one_line_error(run_haiprof("report", tmp_path))
+    assert "meta.json" in line
+
+
+@pytest.mark.parametrize("args,needle", [
+    (["run"], "no script"),
+    (["run", "--steps", "0", "x.py"], "--steps"),
+    (["run", "--bogus", "x.py"], "--bogus"),
+    (["frobnicate"], "unknown command"),
+])
+def test_usage_errors(args, needle):
+    r = run_haiprof(*args)
+    assert r.returncode == 2 and "Traceback" not in r.stderr and needle in r.stderr

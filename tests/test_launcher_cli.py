@@ -1,0 +1,82 @@
+"""`haiprof run` behaves like `python`: argv, sys.path[0], __main__, exit codes, the user's traceback."""
+import json
+import os
+import subprocess
+import sys
+
+import pytest
+
+from conftest import HAIPROF, SCRIPTS, load_summary, run_haiprof
+
+
+def test_argv_path_and_main_pass_through(run_dir):
+    script = SCRIPTS / "argv_echo.py"
+    r = run_haiprof("run", "--quiet", "--out", run_dir, script, "a", "--flag", "-x", "--out", "not-ours")
+    assert r.returncode == 0, r.stderr
+    got = json.loads(r.stdout)
+    assert got["argv"] == [str(script), "a", "--flag", "-x", "--out", "not-ours"]
+    assert got["path0"] == str(SCRIPTS)
+    assert got["name"] == "__main__"
+    assert r.stderr == ""  # --quiet: nothing of ours
+    assert load_summary(run_dir)["exit_code"] == 0
+
+
+def test_stdout_identical_to_python():
+    script = SCRIPTS / "argv_echo.py"
+    plain = subprocess.run([sys.executable, str(script), "x"], capture_output=True, text=True)
+    ours = run_haiprof("run", "--quiet", "--out", os.devnull + "-unused", script, "x") if False else None
+    ours = run_haiprof("run", "--quiet", script, "x", cwd=SCRIPTS.parent.parent / "tests")
+    assert json.loads(ours.stdout)["argv"] == json.loads(plain.stdout)["argv"]
+
+
+def test_module_mode_and_exit_code(run_dir):
+    r = run_haiprof("run", "--quiet", "--out", run_dir, "-m", "pkg.mod", "7", cwd=SCRIPTS)
+    assert r.returncode == 7, r.stderr
+    got = json.loads(r.stdout)
+    assert got["name"] == "__main__"
+    assert got["argv"][0].endswith(os.path.join("pkg", "mod.py")) and got["argv"][1:] == ["7"]
+    assert load_summary(run_dir)["exit_code"] == 7
+
+
+def test_haiprof_console_script_entry_point(tmp_path):
+    exe = os.path.join(os.path.dirname(sys.executable), "haiprof")
+    r = subprocess.run([exe, "run", "--quiet", "--out", tmp_path / "r", SCRIPTS / "exits.py", "exit3"],
+                       capture_output=True, text=True)
+    assert r.returncode == 3
+
+
+@pytest.mark.parametrize("mode,code", [("ok", 0), ("exit3", 3), ("raise", 1)])
+def test_exit_codes_and_report_written(tmp_path, mode, code):
+    out = tmp_path / mode
+    r = run_haiprof("run", "--out", out, SCRIPTS / "exits.py", mode)
+    plain = subprocess.run([sys.executable, str(SCRIPTS / "exits.py"), mode], capture_output=True, text=True)
+    assert r.returncode == plain.returncode == code
+    s = load_summary(out)
+    assert s["exit_code"] == code and s["steps"] == 5
+    assert (out / "report.html").is_file()
+    assert f"report: {out / 'report.html'}" in r.stderr
+
+
+def test_user_traceback_not_haiprof_frames(tmp_path):
+    r = run_haiprof("run", "--out", tmp_path / "r", SCRIPTS / "exits.py", "raise")
+    tb = r.stderr.split("Traceback (most recent call last):", 1)[1]
+    first_frame = tb.strip().splitlines()[0]
+    assert "exits.py" in first_frame, tb
+    assert "haiprof" not in tb.split("ValueError")[0].replace(str(tmp_path), "")
+    assert "ValueError: user error from the script" in r.stderr
+    plain = subprocess.run([sys.executable, str(SCRIPTS / "exits.py"), "raise"], capture_output=True, text=True)
+    assert plain.stderr.strip() in r.stderr  # the very traceback python prints
+
+
+def test_steps_limit_stops_cleanly(tmp_path):
+    out = tmp_path / "r"
+    r = run_haiprof("run", "--steps", "3", "--out", out, SCRIPTS / "exits.py", "ok", "50")
+    assert r.returncode == 0, r.stderr
+    assert "done" not in r.stdout  # the script was stopped before its end
+    s = load_summary(out)
+    assert s["steps"] == 3
+
+
+def test_python_dash_m_haiprof_help():
+    r = subprocess.run([*HAIPROF, "--help"], capture_output=True, text=True)
+    assert r.returncode == 0 and "run" in r.stdout and "report" in r.stdout
