@@ -1,4 +1,4 @@
-"""An input-bound training job: every sample waits on storage latency (a simulated 2 ms read).
+"""An input-bound training job: every sample waits on storage latency (a simulated 3 ms read).
 
 Plain PyTorch, no haiprof import. `haiprof run examples/input_bound.py` should call it input-bound.
 """
@@ -30,7 +30,7 @@ def main():
     ap = argparse.ArgumentParser()
     ap.add_argument("--batches", type=int, default=30)
     ap.add_argument("--batch-size", type=int, default=32)
-    ap.add_argument("--latency-ms", type=float, default=2.0)
+    ap.add_argument("--latency-ms", type=float, default=3.0)
     ap.add_argument("--workers", type=int, default=0)
     args = ap.parse_args()
     torch.manual_seed(0)

@@ -1,0 +1,60 @@
+"""The bundled examples get the verdict they were built to show, and the shares add up."""
+import subprocess
+import sys
+
+import pytest
+
+from conftest import EXAMPLES, SCRIPTS, load_summary, run_haiprof
+
+PHASES = {"dataloader", "h2d", "forward", "backward", "optimizer", "allreduce", "other"}
+
+
+@pytest.mark.parametrize("example,args,expected", [
+    ("input_bound.py", ["--batches", "25"], "io"),
+    ("compute_bound.py", ["--steps", "15"], "compute"),
+])
+def test_bundled_example_verdict(tmp_path, example, args, expected):
+    out = tmp_path / "r"
+    r = run_haiprof("run", "--out", out, EXAMPLES / example, *args)
+    assert r.returncode == 0, r.stderr
+    s = load_summary(out)
+    assert s["bottleneck"] == expected, s["headline"]
+    assert set(s["phase_share"]) == PHASES
+    assert abs(sum(s["phase_share"].values()) - 1) <= 0.01
+    assert s["step_time_s"]["median"] > 0
+    assert s["schema_version"] == 1 and s["exit_code"] == 0
+    assert s["phase_share"]["h2d"] == 0  # CPU-only: measured zero, not a guess
+    for f in s["findings"]:
+        assert {"kind", "severity", "message", "evidence", "fixes"} <= set(f)
+    top = next(f for f in s["findings"] if f["kind"] == expected)
+    assert top["severity"] in ("high", "moderate") and top["evidence"]
+    assert s["headline"] in r.stderr.replace("haiprof: ", "")
+
+
+def test_input_bound_fix_is_prefetch(tmp_path):
+    out = tmp_path / "r"
+    run_haiprof("run", "--quiet", "--out", out, EXAMPLES / "input_bound.py", "--batches", "12")
+    s = load_summary(out)
+    io = next(f for f in s["findings"] if f["kind"] == "io")
+    assert io["fixes"] == ["prefetch"]
+    assert io["evidence"]["dataloader_share"] >= 0.2 and io["severity"] == "high"
+
+
+def test_seeded_training_identical_losses(tmp_path):
+    script = SCRIPTS / "seeded_train.py"
+    plain = subprocess.run([sys.executable, str(script)], capture_output=True, text=True, check=True)
+    ours = run_haiprof("run", "--quiet", "--out", tmp_path / "r", script)
+    assert ours.returncode == 0
+    assert ours.stdout == plain.stdout
+    assert len(plain.stdout.splitlines()) == 16
+    assert load_summary(tmp_path / "r")["steps"] == 16
+
+
+def test_script_that_never_trains(tmp_path):
+    out = tmp_path / "r"
+    r = run_haiprof("run", "--out", out, SCRIPTS / "argv_echo.py")
+    assert r.returncode == 0
+    s = load_summary(out)
+    assert s["bottleneck"] == "none" and s["steps"] == 0
+    assert "no training steps detected" in s["headline"].lower()
+    assert abs(sum(s["phase_share"].values()) - 1) <= 0.01

@@ -1,0 +1,68 @@
+"""report.html in a real headless Chromium: no console errors, no network, verdict shown, charts drawn,
+run-supplied text inert."""
+import shutil
+
+import pytest
+
+from conftest import EXAMPLES, SCRIPTS, load_summary, run_haiprof
+
+CHROMIUM_ARGS = ["--no-sandbox", "--disable-gpu", "--disable-quic", "--no-first-run",
+                 "--disable-background-networking", "--disable-component-update", "--disable-sync"]
+
+
+@pytest.fixture(scope="module")
+def browser():
+    exe = shutil.which("chromium") or shutil.which("chromium-browser")
+    assert exe, "chromium is required for the report tests (make test installs Debian's chromium)"
+    from playwright.sync_api import sync_playwright
+    with sync_playwright() as p:
+        b = p.chromium.launch(executable_path=exe, args=CHROMIUM_ARGS)
+        yield b
+        b.close()
+
+
+def open_report(browser, path):
+    page = browser.new_page()
+    problems, requests = [], []
+    page.on("console", lambda m: problems.append(f"console.{m.type}: {m.text}") if m.type in ("error", "warning") else None)
+    page.on("pageerror", lambda e: problems.append(f"pageerror: {e}"))
+    page.on("request", lambda r: requests.append(r.url))
+    page.goto(path.as_uri())
+    page.wait_for_load_state("load")
+    page.wait_for_timeout(300)
+    return page, problems, requests
+
+
+def test_report_renders_offline(browser, tmp_path):
+    out = tmp_path / "r"
+    assert run_haiprof("run", "--quiet", "--out", out, EXAMPLES / "input_bound.py", "--batches", "15").returncode == 0
+    s = load_summary(out)
+    page, problems, requests = open_report(browser, out / "report.html")
+    assert problems == []
+    assert requests == [(out / "report.html").as_uri()]  # nothing but the file itself: no CDN, no fetch
+    assert page.locator("#headline").inner_text() == s["headline"]
+    assert "Input-bound" in s["headline"]
+    # plotly drew every chart: an SVG with bars for the step chart, lines for the timelines
+    for fig in ("share", "steps", "cpu", "mem", "io"):
+        assert page.locator(f"#fig-{fig} .main-svg").count() >= 1, fig
+    assert page.locator("#fig-steps .bars path").count() >= 10
+    assert "haiprof run --fix prefetch" in page.locator("#findings").inner_text()
+    page.close()
+
+
+def test_script_text_stays_inert(browser, tmp_path):
+    evil_dir = tmp_path / "<script>window.__pwned=1<!--"
+    evil_dir.mkdir()
+    script = evil_dir / "t<img src=x onerror=window.__pwned=2>.py"
+    script.write_text((SCRIPTS / "seeded_train.py").read_text())
+    out = tmp_path / "r"
+    r = run_haiprof("run", "--quiet", "--out", out, script, "</script><script>window.__pwned=3</script>")
+    assert r.returncode == 0, r.stderr
+    page, problems, requests = open_report(browser, out / "report.html")
+    assert page.evaluate("typeof window.__pwned") == "undefined"
+    assert problems == []
+    assert all(u.startswith("file://") for u in requests)
+    body = page.locator("body").inner_text()
+    assert "</script><script>window.__pwned=3</script>" in body  # shown as text, not run
+    assert page.locator("img").count() == 0
+    page.close()

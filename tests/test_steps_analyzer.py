@@ -1,0 +1,94 @@
+"""Interval arithmetic: each nanosecond of a step counted once, innermost phase first (table-driven)."""
+import pytest
+
+from haiprof.analyzers import steps as S
+from haiprof.analyzers import verdict
+
+CASES = [
+    # name, intervals, (start, end), expected ns per phase (missing = 0)
+    ("empty step is other", [], (0, 100), {"other": 100}),
+    ("disjoint phases", [("dataloader", 0, 30), ("forward", 30, 50), ("backward", 50, 90)], (0, 100),
+     {"dataloader": 30, "forward": 20, "backward": 40, "other": 10}),
+    ("h2d inside forward", [("forward", 10, 60), ("h2d", 20, 30)], (0, 100),
+     {"forward": 40, "h2d": 10, "other": 50}),
+    ("closure inside optimizer.step", [("optimizer", 0, 100), ("forward", 10, 40), ("backward", 40, 90)],
+     (0, 100), {"optimizer": 20, "forward": 30, "backward": 50}),
+    ("allreduce inside backward", [("backward", 0, 80), ("allreduce", 60, 90)], (0, 100),
+     {"backward": 60, "allreduce": 30, "other": 10}),
+    ("clipped to step", [("dataloader", -50, 20), ("optimizer", 90, 150)], (0, 100),
+     {"dataloader": 20, "optimizer": 10, "other": 70}),
+    ("same start: priority decides", [("forward", 0, 50), ("h2d", 0, 50)], (0, 50), {"h2d": 50}),
+]
+
+
+@pytest.mark.parametrize("name,intervals,span,expected", CASES, ids=[c[0] for c in CASES])
+def test_attribute(name, intervals, span, expected):
+    got = S.attribute(intervals, *span)
+    assert got == {p: expected.get(p, 0) for p in S.ALL_PHASES}
+    assert sum(got.values()) == span[1] - span[0]
+
+
+def test_steps_from_optimizer_marks():
+    recs = [("dataloader", 0, 10), ("forward", 10, 20), ("backward", 20, 40), ("optimizer", 40, 50),
+            ("@step", 50, 50), ("dataloader", 50, 70), ("forward", 70, 75), ("backward", 75, 90),
+            ("optimizer", 90, 95), ("@step", 95, 95), ("forward", 100, 110)]  # trailing eval: no step
+    steps, info = S.build_steps(recs)
+    assert info["boundary"] == "optimizer.step"
+    assert [(s.start_ns, s.end_ns) for s in steps] == [(0, 50), (50, 95)]
+    assert steps[1].phases_ns["dataloader"] == 20 and steps[1].phases_ns["backward"] == 15
+
+
+def test_backward_fallback_without_optimizer():
+    recs = [("forward", 0, 10), ("backward", 10, 30), ("@backward", 30, 30),
+            ("forward", 30, 40), ("backward", 40, 60), ("@backward", 60, 60)]
+    steps, info = S.build_steps(recs)
+    assert info["boundary"] == "backward" and len(steps) == 2
+
+
+def test_gpu_intervals_replace_host_compute():
+    recs = [("dataloader", 0, 10), ("forward", 10, 12), ("gpu:forward", 12, 60), ("backward", 12, 14),
+            ("gpu:backward", 60, 90), ("@step", 100, 100)]
+    steps, info = S.build_steps(recs)
+    assert info["timing"] == "cuda-events"
+    p = steps[0].phases_ns
+    assert p["forward"] == 48 and p["backward"] == 30 and p["dataloader"] == 10 and p["other"] == 12
+
+
+def test_share_sums_to_one_and_warmup_excluded():
+    recs = []
+    t = 0
+    for i in range(5):
+        recs += [("dataloader", t, t + 70), ("forward", t + 70, t + 90), ("@step", t + 100, t + 100)]
+        t += 100
+    steps, _ = S.build_steps(recs)
+    steady = S.steady_steps(steps, 1)
+    assert len(steady) == 4
+    share = S.phase_share(steady)
+    assert abs(sum(share.values()) - 1) < 1e-9 and share["dataloader"] == pytest.approx(0.7)
+
+
+@pytest.mark.parametrize("share,steps,expected", [
+    ({"dataloader": 0.7, "forward": 0.2, "other": 0.1}, 10, "io"),
+    ({"forward": 0.3, "backward": 0.5, "optimizer": 0.1, "other": 0.1}, 10, "compute"),
+    ({"allreduce": 0.45, "backward": 0.4, "other": 0.15}, 10, "communication"),
+    ({"dataloader": 0.1, "forward": 0.2, "other": 0.7}, 10, "none"),
+    ({"dataloader": 0.9, "other": 0.1}, 2, "none"),
+    ({}, 0, "none"),
+])
+def test_decide(share, steps, expected):
+    full = {p: share.get(p, 0.0) for p in S.ALL_PHASES}
+    findings = verdict.phase_findings(full, steps, 0.1) if steps else []
+    bottleneck, headline = verdict.decide(findings, steps)
+    assert bottleneck == expected
+    assert headline.endswith(".")
+    if expected == "io":
+        assert headline.startswith("Input-bound (high): 70%")
+
+
+def test_launch_finding_beats_compute():
+    share = {p: 0.0 for p in S.ALL_PHASES}
+    share.update(forward=0.4, backward=0.5, other=0.1)
+    findings = verdict.phase_findings(share, 10, 0.01)
+    findings.append({"kind": "launch", "severity": "high", "share": 0.6, "message": "60% of step in tiny ops",
+                     "evidence": {}, "fixes": ["compile"]})
+    assert verdict.decide(findings, 10)[0] == "launch"
