@@ -10,6 +10,7 @@ from __future__ import annotations
 import functools
 import os
 import time
+import weakref
 from typing import Callable
 
 STEP_MARK = "@step"
@@ -20,6 +21,13 @@ _DIST_COLLECTIVES = (
     "broadcast", "reduce", "all_to_all", "all_to_all_single", "barrier", "gather", "scatter",
     "all_gather_object", "broadcast_object_list",
 )
+
+
+# Global module hooks push every nn.Module call onto torch's slow path (~5 us each). They are only needed until we
+# know which modules are called from outside any other module (the roots); after this many optimizer steps the
+# global hooks are swapped for hooks on those roots alone. A root first called later is then not timed (its time
+# shows as "other"); the report says how many roots were found.
+NARROW_AFTER_STEPS = 2
 
 
 class StepLimitReached(SystemExit):
@@ -43,6 +51,9 @@ class PhaseRecorder:
         self._fwd_start = 0
         self._in_backward = 0
         self._undo: list[Callable] = []
+        self._global_hooks: list = []
+        self._roots: weakref.WeakSet = weakref.WeakSet()
+        self.narrowed_to: int | None = None   # number of root modules once narrowed
         self._owner_pid = os.getpid()
         self.cuda_timer = None   # created lazily once the script has initialised CUDA
         self._torch_cuda = None
@@ -68,6 +79,8 @@ class PhaseRecorder:
         if self._depth == 0:
             self._fwd_start = self._clock()
             self._fwd_event = self._gpu_begin()
+            if self.narrowed_to is None:
+                self._roots.add(module)
         self._depth += 1
 
     def _forward_post(self, module, args, output):
@@ -89,6 +102,8 @@ class PhaseRecorder:
         if self.cuda_timer is not None:
             self.cuda_timer.resolve()
         self.steps += 1
+        if self.steps == NARROW_AFTER_STEPS and self._global_hooks:
+            self._narrow()
         if self.max_steps is not None and self.steps >= self.max_steps:
             raise StepLimitReached(self.steps)
 
@@ -127,11 +142,12 @@ class PhaseRecorder:
         import torch.optim.optimizer as optim_mod
         from torch.utils.data import dataloader as dl_mod
 
-        h = nn_module.register_module_forward_pre_hook(self._forward_pre)
-        h2 = nn_module.register_module_forward_hook(self._forward_post, always_call=True)
+        self._global_hooks = [nn_module.register_module_forward_pre_hook(self._forward_pre),
+                              nn_module.register_module_forward_hook(self._forward_post, always_call=True)]
+        self._undo.append(self._remove_global_hooks)
         h3 = optim_mod.register_optimizer_step_pre_hook(self._opt_pre)
         h4 = optim_mod.register_optimizer_step_post_hook(self._opt_post)
-        for handle in (h, h2, h3, h4):
+        for handle in (h3, h4):
             self._undo.append(handle.remove)
 
         self._patch(dl_mod._BaseDataLoaderIter, "__next__", "dataloader")
@@ -149,6 +165,22 @@ class PhaseRecorder:
         # DataLoader workers are forked copies: they must not record (nobody would flush them).
         os.register_at_fork(after_in_child=self._in_child)
         return self
+
+    def _remove_global_hooks(self) -> None:
+        while self._global_hooks:
+            self._global_hooks.pop().remove()
+
+    def _narrow(self) -> None:
+        """Swap the global module hooks for hooks on the root modules seen so far (see NARROW_AFTER_STEPS)."""
+        roots = list(self._roots)
+        if not roots:
+            return  # no forward seen yet: keep looking
+        self._remove_global_hooks()
+        for root in roots:
+            pre = root.register_forward_pre_hook(self._forward_pre)
+            post = root.register_forward_hook(self._forward_post, always_call=True)
+            self._undo += [pre.remove, post.remove]
+        self.narrowed_to = len(roots)
 
     def _install_h2d(self, torch) -> None:
         clock, append = self._clock, self._append

@@ -120,7 +120,9 @@ def run(opts: RunOptions) -> int:
     recorder = PhaseRecorder(appender.append, max_steps=opts.steps)
     try:
         recorder.install()
+        hooks_ok = True
     except Exception as e:  # hooks unavailable in this torch: still run the script, say why
+        hooks_ok = False
         run_dir.record_status("phases", False, f"hooks could not be installed: {type(e).__name__}: {e}")
     outcome = None
     try:
@@ -128,6 +130,10 @@ def run(opts: RunOptions) -> int:
     finally:
         recorder.uninstall()
         appender.close()
+        if hooks_ok:
+            roots = recorder.narrowed_to
+            run_dir.record_status("phases", True, "" if roots is None else
+                                  f"forward timed on {roots} root module(s) after step 2")
         stop_sidecar(sidecar)
         if outcome is None:  # we are being torn down by something we did not catch
             outcome = launcher.Outcome(1, "exception", error="haiprof interrupted")

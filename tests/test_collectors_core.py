@@ -135,3 +135,12 @@ def test_appender_flushes_in_background(tmp_path):
     time.sleep(1.0)
     assert json.loads((tmp_path / "phases.jsonl").read_text()) == ["forward", 1, 2]  # before close
     app.close()
+
+
+def test_narrows_to_root_modules_after_warmup(recorder):
+    import torch.nn.modules.module as nn_module
+    rec, records = recorder
+    _train(steps=5)
+    assert rec.narrowed_to == 1                               # the Sequential; MSE is functional
+    assert not nn_module._global_forward_hooks                # the slow path is gone for every module
+    assert [r[0] for r in records].count("forward") == 5      # still timed once per step after narrowing

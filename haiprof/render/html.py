@@ -111,9 +111,9 @@ def section_collectors(d, figs):
     rows = "".join(
         f"<tr><td>{esc(name)}</td><td>{'available' if st.get('available') else 'unavailable'}</td>"
         f"<td>{esc(st.get('reason') or '')}</td></tr>" for name, st in sorted(d.status.items()))
-    rows += "<tr><td>phases</td><td>available</td><td>" + esc(
-        f"step boundaries from {d.summary['step_detection'].get('boundary')}, timing: "
-        f"{d.summary['step_detection'].get('timing')}") + "</td></tr>"
+    det = d.summary["step_detection"]
+    rows += "<tr><td>step detection</td><td></td><td>" + esc(
+        f"step boundaries from {det.get('boundary')}, timing: {det.get('timing')}") + "</td></tr>"
     return f'<section id="collectors"><h3>Collectors</h3><table class="grid">{rows}</table></section>'
 
 
