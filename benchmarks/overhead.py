@@ -42,10 +42,13 @@ def main() -> int:
     print(f"python {sys.version.split()[0]}, {args.repeats} interleaved pairs per workload, {args.steps} steps/run")
     for kind in args.kinds.split(","):
         wl = [str(WORKLOAD), "--kind", kind, "--steps", str(args.steps)]
-        ratios, extra_wall, medians = [], [], ([], [])
+        ratios, extra_wall, medians, self_reported = [], [], ([], []), []
         for i in range(args.repeats):
             plain = one_run([sys.executable, *wl])
-            prof = one_run([sys.executable, "-m", "haiprof", "run", "--quiet", "--out", str(tmp / f"{kind}-{i}"), *wl])
+            run_dir = tmp / f"{kind}-{i}"
+            prof = one_run([sys.executable, "-m", "haiprof", "run", "--quiet", "--out", str(run_dir), *wl])
+            own = json.loads((run_dir / "meta.json").read_text()).get("overhead_s", {})
+            self_reported.append(own.get("setup", 0) + own.get("teardown", 0))
             ratios.append(prof[0] / plain[0])
             medians[0].append(plain[0])
             medians[1].append(prof[0])
@@ -56,7 +59,8 @@ def main() -> int:
         print(f"{kind}: median step plain {statistics.median(medians[0]) * 1e3:.2f} ms, haiprof "
               f"{statistics.median(medians[1]) * 1e3:.2f} ms; step-time ratio median {statistics.median(ratios):.3f} "
               f"(min {min(ratios):.3f}, max {max(ratios):.3f}); start-up+teardown median "
-              f"{statistics.median(extra_wall):+.2f} s")
+              f"{statistics.median(extra_wall):+.2f} s (haiprof's own timers: set-up + teardown median "
+              f"{statistics.median(self_reported):.3f} s)")
     return 0
 
 

@@ -110,10 +110,14 @@ def run(opts: RunOptions) -> int:
     """Run the target under the collectors; return the exit code python would have returned."""
     from haiprof.collectors.phases import PhaseRecorder, StepLimitReached
 
+    t_setup = time.perf_counter()
     target = opts.module or opts.script
     target_name = Path(target.rstrip("/")).stem if opts.script else opts.module.split(".")[-1]
     launcher._check_target(opts.script, opts.module)   # bad target: fail before creating anything
     run_dir = RunDir.create(opts.out or default_out_dir(target_name))
+    t_torch = time.perf_counter()
+    import torch  # noqa: F401  (the script imports it anyway; timed apart from our own set-up)
+    t_torch = time.perf_counter() - t_torch
     run_dir.write_meta(collect_meta(opts, target_name))
     sidecar = start_sidecar(run_dir, opts.sample_interval_s)
     appender = run_dir.phase_appender().start()
@@ -125,9 +129,11 @@ def run(opts: RunOptions) -> int:
         hooks_ok = False
         run_dir.record_status("phases", False, f"hooks could not be installed: {type(e).__name__}: {e}")
     outcome = None
+    t_setup = time.perf_counter() - t_setup - t_torch
     try:
         outcome = launcher.run(opts.script, opts.args, opts.module, step_limit_exc=StepLimitReached)
     finally:
+        t_teardown = time.perf_counter()
         recorder.uninstall()
         appender.close()
         if hooks_ok:
@@ -141,6 +147,9 @@ def run(opts: RunOptions) -> int:
                             exit_code=outcome.exit_code, how=outcome.how, error=outcome.error,
                             steps_limit=opts.steps)
         finish(run_dir, quiet=opts.quiet)
+        # haiprof's own cost, for the overhead benchmark: set-up (torch import excluded) and teardown.
+        run_dir.update_meta(overhead_s={"setup": round(t_setup, 4), "torch_import": round(t_torch, 4),
+                                        "teardown": round(time.perf_counter() - t_teardown, 4)})
     if outcome.reraise_signal is not None:
         # Die of the same signal, as python would, so the parent sees the same status.
         sys.stdout.flush()
