@@ -97,15 +97,20 @@ class PhaseRecorder:
         gpu_begin, gpu_end = self._gpu_begin, self._gpu_end
         host_only = phase == "dataloader"  # waiting for a batch is host time by definition
 
+        thread_cpu = time.thread_time_ns
+
         @functools.wraps(fn)
         def wrapper(*args, **kwargs):
             start = clock()
+            # dataloader waits also record the thread's CPU ns: with num_workers=0 that separates decoding
+            # (CPU busy) from waiting on storage (CPU idle); a 4th field older readers ignore.
+            cpu0 = thread_cpu() if host_only else 0
             event = None if host_only else gpu_begin()
             try:
                 return fn(*args, **kwargs)
             finally:
                 end = clock()
-                append((phase, start, end))
+                append((phase, start, end, thread_cpu() - cpu0) if host_only else (phase, start, end))
                 gpu_end(phase, event)
                 if mark is not None:
                     append((mark, end, end))
