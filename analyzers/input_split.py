@@ -3,8 +3,9 @@ preprocessing-bound (decode/augment saturates the loader's CPU).
 
 Evidence, by DataLoader mode:
   num_workers = 0   the loading runs on the training thread inside DataLoader.__next__; the phase collector
-                    records that thread's CPU time per wait (4th field of a dataloader record), so
-                    cpu_share = thread CPU / wall time while waiting for batches.
+                    records that thread's on-CPU and runqueue-wait ns per wait (schedstat; fields 4 and 5 of a
+                    dataloader record), so cpu_share = on-CPU / (wall - runqueue wait): near 1 for a thread that
+                    decodes, even on a contended host; low for one that sleeps on reads.
   num_workers > 0   the workers are children of the training process; the system sampler's children CPU%,
                     divided by what the workers could use (min(workers, cores) x 100%), is their busy share.
 Storage evidence: the process tree's read bytes/s (system sampler) and per-device reads (diskstats).
@@ -14,11 +15,13 @@ from __future__ import annotations
 import statistics
 
 STORAGE, PREPROCESSING, UNCLEAR = "storage", "preprocessing", "unclear"
+MIN_WORKER_SAMPLES = 2
+MIN_READ_RATE = 1 << 20  # bytes/s of reads below which the wait is not on local storage
 
 
-def loader_thread_cpu(records, start_ns: int | None = None) -> dict:
+def loader_thread_busy(records, start_ns: int | None = None) -> dict:
     """Sum of wall and thread-CPU ns over dataloader waits (after start_ns: warm-up excluded)."""
-    wall = cpu = n = 0
+    wall = cpu = runq = n = 0
     for r in records:
         if isinstance(r, list) and len(r) >= 4 and r[0] == "dataloader":
             if start_ns is not None and r[1] < start_ns:
@@ -26,10 +29,13 @@ def loader_thread_cpu(records, start_ns: int | None = None) -> dict:
             try:
                 wall += int(r[2]) - int(r[1])
                 cpu += int(r[3])
+                runq += int(r[4]) if len(r) >= 5 else 0
                 n += 1
             except (TypeError, ValueError):
                 continue
-    return {"waits": n, "wall_s": wall / 1e9, "cpu_s": cpu / 1e9, "cpu_share": (cpu / wall) if wall > 0 else None}
+    usable = wall - runq  # time the thread was not merely waiting for a CPU
+    return {"waits": n, "wall_s": wall / 1e9, "cpu_s": cpu / 1e9, "runqueue_wait_s": runq / 1e9,
+            "cpu_share": min(1.0, cpu / usable) if usable > 0 else None}
 
 
 def _mean(xs):
@@ -44,7 +50,11 @@ def worker_cpu(system_samples: list[dict], cores: int) -> dict:
     workers = max(children, default=0)
     if not workers:
         return {"workers": 0}
-    busy = [x.get("cpu_children_pct") for x in s if x.get("procs", 1) > 1]
+    # A child's first CPU reading is 0 by construction (no previous interval): drop it, and need a few more.
+    busy = [x.get("cpu_children_pct") for x in s if x.get("procs", 1) > 1][1:]
+    if len(busy) < MIN_WORKER_SAMPLES:
+        return {"workers": workers, "samples": len(busy), "cpu_share": None,
+                "note": f"workers lived for fewer than {MIN_WORKER_SAMPLES + 1} system samples"}
     mean_pct = _mean(busy)
     capacity = 100.0 * min(workers, max(1, cores))
     return {"workers": workers, "cpu_pct_mean": mean_pct, "capacity_pct": capacity,
@@ -54,7 +64,7 @@ def worker_cpu(system_samples: list[dict], cores: int) -> dict:
 def classify(io_finding: dict, records, system_samples: list[dict], disk_summary: dict, cores: int,
              busy: float, idle: float, start_ns: int | None = None) -> dict:
     """The io finding with the split added to message, evidence and a `recommendation`; fix id stays prefetch."""
-    thread = loader_thread_cpu(records, start_ns)
+    thread = loader_thread_busy(records, start_ns)
     workers = worker_cpu(system_samples, cores)
     if workers.get("workers"):
         mode, share = f"{workers['workers']} DataLoader worker(s)", workers.get("cpu_share")
@@ -66,11 +76,12 @@ def classify(io_finding: dict, records, system_samples: list[dict], disk_summary
                 "proc_read_bytes_per_s": proc_read, "disk_read_bytes_per_s": read_rate, "cores": cores,
                 "thresholds": {"busy": busy, "idle": idle}}
     if share is None:
-        kind, why = UNCLEAR, "the loader's CPU could not be measured"
+        kind, why = UNCLEAR, "the loader's CPU could not be measured" + (
+            f" ({workers['note']})" if workers.get("note") else "")
         rec = "Overlap loading with compute: more DataLoader workers, pin_memory, prefetch_factor."
     elif share >= busy:
         kind = PREPROCESSING
-        why = f"preprocessing-bound: the loader was on CPU {100 * share:.0f}% of the time ({mode})"
+        why = f"preprocessing-bound: the loader was busy on CPU {100 * share:.0f}% of the wait ({mode})"
         n = max(1, cores - 1)
         rec = (f"Decoding/augmentation saturates the CPU: use DataLoader workers up to the available cores "
                f"(num_workers={n} on this {cores}-core host; more workers than cores will not help), make the "
@@ -78,8 +89,12 @@ def classify(io_finding: dict, records, system_samples: list[dict], disk_summary
     elif share <= idle:
         kind = STORAGE
         rd = proc_read if proc_read is not None else read_rate
-        reads = f", reads {rd / 2**20:.1f} MiB/s" if rd else ""
-        why = f"storage-bound: the loader waited with its CPU idle ({100 * share:.0f}% busy, {mode}{reads})"
+        if rd and rd >= MIN_READ_RATE:
+            why = (f"storage-bound: the loader waited with its CPU idle ({100 * share:.0f}% busy, {mode}, "
+                   f"reads {rd / 2**20:.1f} MiB/s)")
+        else:
+            why = (f"latency-bound: the loader waited with its CPU idle ({100 * share:.0f}% busy, {mode}) and little "
+                   f"local disk reading: network storage, a remote fetch or a lock")
         rec = (f"Reads are latency-bound, not CPU-bound: use more DataLoader workers than cores (e.g. "
                f"num_workers={4 * cores}) with prefetch_factor so reads overlap, or move the data to faster/local "
                f"storage or larger sequential shards.")

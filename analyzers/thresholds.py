@@ -33,7 +33,7 @@ LAUNCH_HIGH = 0.30
 # Input-bound split: share of the dataloader wait the loading thread spent on CPU (num_workers=0), or the
 # DataLoader workers' CPU as a share of what they could use (min(workers, cores) x 100%).
 LOADER_CPU_BUSY = 0.70      # at or above: preprocessing-bound (decode/augment saturates the CPU)
-LOADER_CPU_IDLE = 0.35      # at or below: storage/latency-bound (the loader waits without computing)
+LOADER_CPU_IDLE = 0.50      # at or below: storage/latency-bound (the loader sleeps more than it computes)
 
 # A link (IB port or NIC) running at this share of its capacity, at peak, is worth a finding.
 LINK_BUSY = 0.80
