@@ -43,13 +43,13 @@ def _ppid_map(proc: Path) -> dict[int, list[int]]:
 
 
 def tree(root_pid: int, proc_root: str = "/proc", exclude: set | None = None) -> list[int]:
-    """root_pid followed by all its descendants (breadth first); pids in `exclude` and their subtrees skipped."""
+    """root_pid followed by all its descendants (breadth first); pids in `exclude` (the sampler itself) and their subtrees skipped."""
     proc = Path(proc_root)
     exclude = exclude or set()
     out, queue, ppids = [], [root_pid], None
     while queue:
         pid = queue.pop(0)
-        if pid in exclude or pid in out:
+        if pid in out or (pid in exclude and pid != root_pid):
             continue
         out.append(pid)
         kids = _children_files(proc, pid)
