@@ -25,10 +25,7 @@ def main():
         if not ok:
             print(f"{cls.name:<11} unavailable: {reason}")
             continue
-        try:
-            c = cls(pid)
-        except TypeError:
-            c = cls()
+        c = cls(pid) if getattr(cls, "needs_pid", False) or cls is SystemSampler else cls()
         c.sample()
         costs = []
         for _ in range(args.n):

@@ -92,6 +92,7 @@ def _decode(x):
 
 class NvmlSampler:
     name = "gpu"
+    needs_pid = True  # watches the training process tree
     enable_hint = "needs an NVIDIA GPU with its driver (libnvidia-ml.so.1) and nvidia-ml-py installed"
 
     def __init__(self, root_pid: int, proc_root: str = "/proc", nvml: Nvml | None = None):

@@ -85,6 +85,7 @@ def process_affinity(pid: int, proc_root: str) -> dict | None:
 
 class NumaSampler:
     name = "numa"
+    needs_pid = True  # watches the training process tree
     enable_hint = "needs /sys/devices/system/node (a kernel built with CONFIG_NUMA)"
 
     def __init__(self, root_pid: int, sysfs_root: str = "/sys", proc_root: str = "/proc",

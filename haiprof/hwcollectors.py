@@ -18,16 +18,9 @@ def hardware_classes() -> list:
 
 
 def hardware_collectors(root_pid: int) -> list:
-    """(name, available, factory) like sidecar._collectors; factories bind the training pid where needed."""
-    from haiprof.collectors.gpu_nvml import NvmlSampler
-    from haiprof.collectors.numa import NumaSampler
+    """(name, available, factory) like sidecar._collectors; collectors that watch the process tree get its pid."""
     out = []
     for cls in hardware_classes():
-        if cls is NvmlSampler:
-            factory = (lambda c: lambda: c(root_pid))(cls)
-        elif cls is NumaSampler:
-            factory = (lambda c: lambda: c(root_pid))(cls)
-        else:
-            factory = cls
+        factory = (lambda c: lambda: c(root_pid))(cls) if getattr(cls, "needs_pid", False) else cls
         out.append((cls.name, cls.available, factory))
     return out
