@@ -28,3 +28,18 @@ WARMUP_STEPS = 1
 # Launch-bound (op-level analysis): share of step time in many short ops / device waiting on the host.
 LAUNCH_MODERATE = 0.15
 LAUNCH_HIGH = 0.30
+
+# -- hardware analyzers (energy, links, NUMA, input split) ----------------------------------------------------
+# Input-bound split: share of the dataloader wait the loading thread spent on CPU (num_workers=0), or the
+# DataLoader workers' CPU as a share of what they could use (min(workers, cores) x 100%).
+LOADER_CPU_BUSY = 0.70      # at or above: preprocessing-bound (decode/augment saturates the CPU)
+LOADER_CPU_IDLE = 0.50      # at or below: storage/latency-bound (the loader sleeps more than it computes)
+
+# A link (IB port or NIC) running at this share of its capacity, at peak, is worth a finding.
+LINK_BUSY = 0.80
+
+# Cross-NUMA allocations (numastat other_node) as a share of all allocations on the node(s).
+CROSS_NUMA_MODERATE = 0.10
+
+# Energy spent while waiting for input (dataloader + h2d) worth an info finding.
+ENERGY_WAITING_NOTE = 0.05

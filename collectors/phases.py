@@ -13,6 +13,8 @@ import time
 import weakref
 from typing import Callable
 
+from .loader_cpu import ThreadBusyClock
+
 STEP_MARK = "@step"
 BACKWARD_MARK = "@backward"
 
@@ -59,6 +61,7 @@ class PhaseRecorder:
         self._torch_cuda = None
         self._fwd_event = self._opt_event = None
         self._opt_start = 0
+        self._busy_clock = ThreadBusyClock()
 
     # -- hooks ----------------------------------------------------------------------------------------
     def _gpu_begin(self):
@@ -112,15 +115,25 @@ class PhaseRecorder:
         gpu_begin, gpu_end = self._gpu_begin, self._gpu_end
         host_only = phase == "dataloader"  # waiting for a batch is host time by definition
 
+        busy_clock = self._busy_clock
+
         @functools.wraps(fn)
         def wrapper(*args, **kwargs):
             start = clock()
+            # dataloader waits also record the thread's on-CPU and runqueue-wait ns (collectors/loader_cpu.py):
+            # with num_workers=0 that separates decoding (busy) from waiting on storage (idle); fields 4 and 5,
+            # which older readers ignore.
+            busy0 = busy_clock() if host_only else None
             event = None if host_only else gpu_begin()
             try:
                 return fn(*args, **kwargs)
             finally:
                 end = clock()
-                append((phase, start, end))
+                if host_only:
+                    run, wait = busy_clock()
+                    append((phase, start, end, run - busy0[0], wait - busy0[1]))
+                else:
+                    append((phase, start, end))
                 gpu_end(phase, event)
                 if mark is not None:
                     append((mark, end, end))
@@ -224,6 +237,7 @@ class PhaseRecorder:
             self.uninstall()
 
     def uninstall(self) -> None:
+        self._busy_clock.close()
         while self._undo:
             undo = self._undo.pop()
             try:

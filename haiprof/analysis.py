@@ -10,6 +10,7 @@ from haiprof.analyzers import steps as step_analysis
 from haiprof.analyzers import thresholds as T
 from haiprof.analyzers import utilization, verdict
 
+from . import hw_analysis
 from .rundir import SCHEMA_VERSION, RunDir, iter_records
 
 
@@ -27,16 +28,22 @@ class RunData:
 
 def analyze(run_dir: RunDir, extra_findings: list | None = None) -> RunData:
     meta = run_dir.read_meta()
-    all_steps, step_info = step_analysis.build_steps(iter_records(run_dir.read_phase_records()))
+    records = run_dir.read_phase_records()
+    all_steps, step_info = step_analysis.build_steps(iter_records(records))
     steady = step_analysis.steady_steps(all_steps, T.WARMUP_STEPS)
     share = step_analysis.phase_share(steady)
     stats = step_analysis.step_time_stats(steady)
     n = len(all_steps)
     findings = verdict.phase_findings(share, len(steady), stats["median"]) if n else []
     findings += list(extra_findings or [])
-    bottleneck, headline = verdict.decide(findings, n)
     samples = {name: run_dir.read_samples(name) for name in run_dir.sample_collectors()}
     status = run_dir.read_status()
+    # -- hardware collectors: GPU, links, NUMA, disks, energy; input-bound split (haiprof/hw_analysis.py) --
+    hw = hw_analysis.analyze(records, all_steps, samples, status, meta)
+    findings = hw_analysis.refine_io(findings, records, all_steps, samples, hw["summary"]["hardware"], meta)
+    findings += hw["findings"]
+    # -- end hardware --
+    bottleneck, headline = verdict.decide(findings, n)
     exit_code = meta.get("exit_code")
     summary = {
         "schema_version": SCHEMA_VERSION,
@@ -54,11 +61,12 @@ def analyze(run_dir: RunDir, extra_findings: list | None = None) -> RunData:
         "utilization": utilization.summarize_system(samples.get("system", [])),
         "collectors": status,
         "command": meta.get("command"),
+        **hw["summary"],
     }
     if exit_code is None:
         summary["findings"].append({
             "kind": "incomplete", "severity": "info", "share": 0.0,
             "message": "the run did not finish under haiprof (killed?): data up to the last flush is shown",
             "evidence": {"last_flush": "≤ 1 s before the end"}, "fixes": []})
-    timelines = {"system": utilization.system_timelines(samples.get("system", []))}
+    timelines = {"system": utilization.system_timelines(samples.get("system", [])), "hardware": hw["timelines"]}
     return RunData(run_dir, meta, summary, all_steps, samples, status, timelines)

@@ -8,6 +8,7 @@ import argparse
 import sys
 
 from . import __version__
+from .doctor import cmd_doctor
 
 USAGE_ERROR = 2
 
@@ -108,6 +109,7 @@ def cmd_report(argv: list[str]) -> int:
 COMMANDS = {
     "run": (cmd_run, "run a script or module under the profiler"),
     "report": (cmd_report, "rebuild summary.json and report.html from a run directory"),
+    "doctor": (cmd_doctor, "list the collectors available on this host, why not, and how to enable them"),
 }
 
 

@@ -21,7 +21,10 @@ from .rundir import RunDir
 def _collectors(root_pid: int):
     """(name, factory) for every collector the side process hosts; the availability check comes first."""
     from haiprof.collectors.system import SystemSampler
-    return [(SystemSampler.name, SystemSampler.available, lambda: SystemSampler(root_pid))]
+    out = [(SystemSampler.name, SystemSampler.available, lambda: SystemSampler(root_pid))]
+    # -- hardware collectors (GPU, InfiniBand/NIC, NUMA, memory bandwidth, RAPL, disks): haiprof/hwcollectors.py
+    from .hwcollectors import hardware_collectors
+    return out + hardware_collectors(root_pid)
 
 
 def _alive(pid: int) -> bool:

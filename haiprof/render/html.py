@@ -11,7 +11,7 @@ import json
 import shlex
 from pathlib import Path
 
-from . import charts
+from . import charts, hardware
 
 PHASES = ("dataloader", "h2d", "forward", "backward", "optimizer", "allreduce", "other")
 
@@ -126,6 +126,7 @@ def section_meta(d, figs):
 
 SECTIONS = [section_verdict, section_findings, section_phases, section_utilization, section_collectors,
             section_meta]
+SECTIONS.insert(SECTIONS.index(section_utilization) + 1, hardware.section_hardware)  # GPU/IB/NUMA/disk/energy
 
 CSS = """
 body{font-family:system-ui,-apple-system,Segoe UI,Roboto,sans-serif;margin:0 auto;max-width:1100px;padding:16px;color:#222}

@@ -1,0 +1,117 @@
+"""Split an input-bound verdict: storage-bound (the loader waits on reads, its CPU idle) versus
+preprocessing-bound (decode/augment saturates the loader's CPU).
+
+Evidence, by DataLoader mode:
+  num_workers = 0   the loading runs on the training thread inside DataLoader.__next__; the phase collector
+                    records that thread's on-CPU and runqueue-wait ns per wait (schedstat; fields 4 and 5 of a
+                    dataloader record), so cpu_share = on-CPU / (wall - runqueue wait): near 1 for a thread that
+                    decodes, even on a contended host; low for one that sleeps on reads.
+  num_workers > 0   the workers are children of the training process; the system sampler's children CPU%,
+                    divided by what the workers could use (min(workers, cores) x 100%), is their busy share.
+Storage evidence: the process tree's read bytes/s (system sampler) and per-device reads (diskstats).
+"""
+from __future__ import annotations
+
+import statistics
+
+STORAGE, PREPROCESSING, UNCLEAR = "storage", "preprocessing", "unclear"
+MIN_WORKER_SAMPLES = 2
+MIN_READ_RATE = 1 << 20  # bytes/s of reads below which the wait is not on local storage
+
+
+def loader_thread_busy(records, start_ns: int | None = None) -> dict:
+    """Sum of wall and thread-CPU ns over dataloader waits (after start_ns: warm-up excluded)."""
+    wall = cpu = runq = n = 0
+    for r in records:
+        if isinstance(r, list) and len(r) >= 4 and r[0] == "dataloader":
+            if start_ns is not None and r[1] < start_ns:
+                continue
+            try:
+                wall += int(r[2]) - int(r[1])
+                cpu += int(r[3])
+                runq += int(r[4]) if len(r) >= 5 else 0
+                n += 1
+            except (TypeError, ValueError):
+                continue
+    usable = wall - runq  # time the thread was not merely waiting for a CPU
+    return {"waits": n, "wall_s": wall / 1e9, "cpu_s": cpu / 1e9, "runqueue_wait_s": runq / 1e9,
+            "cpu_share": min(1.0, cpu / usable) if usable > 0 else None}
+
+
+def _mean(xs):
+    xs = [x for x in xs if x is not None]
+    return statistics.fmean(xs) if xs else None
+
+
+def worker_cpu(system_samples: list[dict], cores: int) -> dict:
+    """Workers' CPU share of what they could use; workers = children of the training process."""
+    s = [x for x in system_samples if "t_ns" in x][1:]  # the first sample has no CPU interval
+    children = [max(0, x.get("procs", 1) - 1) for x in s]
+    workers = max(children, default=0)
+    if not workers:
+        return {"workers": 0}
+    # A child's first CPU reading is 0 by construction (no previous interval): drop it, and need a few more.
+    busy = [x.get("cpu_children_pct") for x in s if x.get("procs", 1) > 1][1:]
+    if len(busy) < MIN_WORKER_SAMPLES:
+        return {"workers": workers, "samples": len(busy), "cpu_share": None,
+                "note": f"workers lived for fewer than {MIN_WORKER_SAMPLES + 1} system samples"}
+    mean_pct = _mean(busy)
+    capacity = 100.0 * min(workers, max(1, cores))
+    return {"workers": workers, "cpu_pct_mean": mean_pct, "capacity_pct": capacity,
+            "cpu_share": (mean_pct / capacity) if mean_pct is not None else None}
+
+
+def classify(io_finding: dict, records, system_samples: list[dict], disk_summary: dict, cores: int,
+             busy: float, idle: float, start_ns: int | None = None) -> dict:
+    """The io finding with the split added to message, evidence and a `recommendation`; fix id stays prefetch."""
+    thread = loader_thread_busy(records, start_ns)
+    workers = worker_cpu(system_samples, cores)
+    if workers.get("workers"):
+        mode, share = f"{workers['workers']} DataLoader worker(s)", workers.get("cpu_share")
+    else:
+        mode, share = "num_workers=0 (loading on the training thread)", thread.get("cpu_share")
+    read_rate = _mean([v.get("read_bytes_per_s_mean") for v in disk_summary.values()]) if disk_summary else None
+    proc_read = _proc_read_rate(system_samples)
+    evidence = {"loader_mode": mode, "loader_cpu_share": share, "loader_thread": thread, "workers": workers,
+                "proc_read_bytes_per_s": proc_read, "disk_read_bytes_per_s": read_rate, "cores": cores,
+                "thresholds": {"busy": busy, "idle": idle}}
+    if share is None:
+        kind, why = UNCLEAR, "the loader's CPU could not be measured" + (
+            f" ({workers['note']})" if workers.get("note") else "")
+        rec = "Overlap loading with compute: more DataLoader workers, pin_memory, prefetch_factor."
+    elif share >= busy:
+        kind = PREPROCESSING
+        why = f"preprocessing-bound: the loader was busy on CPU {100 * share:.0f}% of the wait ({mode})"
+        n = max(1, cores - 1)
+        rec = (f"Decoding/augmentation saturates the CPU: use DataLoader workers up to the available cores "
+               f"(num_workers={n} on this {cores}-core host; more workers than cores will not help), make the "
+               f"transform cheaper, or cache decoded samples.")
+    elif share <= idle:
+        kind = STORAGE
+        rd = proc_read if proc_read is not None else read_rate
+        if rd and rd >= MIN_READ_RATE:
+            why = (f"storage-bound: the loader waited with its CPU idle ({100 * share:.0f}% busy, {mode}, "
+                   f"reads {rd / 2**20:.1f} MiB/s)")
+        else:
+            why = (f"latency-bound: the loader waited with its CPU idle ({100 * share:.0f}% busy, {mode}) and little "
+                   f"local disk reading: network storage, a remote fetch or a lock")
+        rec = (f"Reads are latency-bound, not CPU-bound: use more DataLoader workers than cores (e.g. "
+               f"num_workers={4 * cores}) with prefetch_factor so reads overlap, or move the data to faster/local "
+               f"storage or larger sequential shards.")
+    else:
+        kind = UNCLEAR
+        why = f"mixed: the loader was on CPU {100 * share:.0f}% of the time ({mode})"
+        rec = "Both reads and CPU matter: add workers up to the cores first, then check storage latency."
+    out = dict(io_finding)
+    out["message"] = f"{io_finding['message']}; {why}"
+    out["evidence"] = {**io_finding.get("evidence", {}), "input_bound": kind, "input_split": evidence}
+    out["recommendation"] = rec
+    out["fixes"] = list(io_finding.get("fixes") or ["prefetch"])
+    return out
+
+
+def _proc_read_rate(samples: list[dict]) -> float | None:
+    s = [x for x in samples if "t_ns" in x and "proc_read_bytes" in x]
+    if len(s) < 2 or s[-1]["t_ns"] <= s[0]["t_ns"]:
+        return None
+    return max(0, s[-1]["proc_read_bytes"] - s[0]["proc_read_bytes"]) / ((s[-1]["t_ns"] - s[0]["t_ns"]) / 1e9)

@@ -1,0 +1,74 @@
+"""Wiring for the hardware analyzers: samples of the hardware collectors -> summary keys, findings, timelines.
+
+Called from haiprof/analysis.py. Each block says `available: False` with the collector's recorded reason when its
+collector did not run, so the report can show why instead of an empty chart.
+"""
+from __future__ import annotations
+
+import os
+
+from haiprof.analyzers import devices, energy, input_split, links, numa
+from haiprof.analyzers import thresholds as T
+from haiprof.analyzers.steps import steady_steps
+
+from .rundir import iter_records
+
+HW_COLLECTORS = ("gpu", "infiniband", "nic", "numa", "membw", "rapl", "storage")
+
+
+def _why(status: dict, name: str, samples: dict) -> str:
+    st = status.get(name)
+    if st and not st.get("available"):
+        return st.get("reason") or "unavailable"
+    if st is None:
+        return "not run (this run predates the collector, or the sampler did not start)"
+    return "no samples recorded (the run was shorter than one sampling interval)" if not samples.get(name) else ""
+
+
+def analyze(records: list, all_steps: list, samples: dict, status: dict, meta: dict) -> dict:
+    """{"summary": {"hardware": ..., "energy": ...}, "findings": [...], "timelines": {...}}."""
+    steady = steady_steps(all_steps, T.WARMUP_STEPS)
+    hw: dict = {"collectors": {n: {"available": bool(samples.get(n)), "reason": _why(status, n, samples)}
+                               for n in HW_COLLECTORS}}
+    tl: dict = {}
+    findings: list = []
+    gpu_sum, tl["gpu"] = devices.gpus(samples.get("gpu", []))
+    hw["gpu"] = gpu_sum
+    link_sum, link_tl = links.analyze(samples.get("infiniband", []), samples.get("nic", []))
+    hw["links"] = link_sum
+    tl.update(link_tl)
+    findings += links.findings(link_sum, T.LINK_BUSY)
+    cross = numa.cross_node(samples.get("numa", []))
+    tl["numa"] = cross.pop("_series", [])
+    place = numa.placement(samples.get("numa", []), samples.get("gpu", []))
+    hw["numa"] = {"cross_node": cross, "placement": place}
+    findings += numa.findings(cross, place, T.CROSS_NUMA_MODERATE)
+    hw["disks"], tl["disks"] = devices.disks(samples.get("storage", []))
+    hw["membw"], tl["membw"] = devices.membw(samples.get("membw", []))
+
+    intervals = energy.phase_intervals(iter_records(records))
+    sources = {"gpu": energy.gpu_segments(samples.get("gpu", [])), "cpu": energy.rapl_segments(samples.get("rapl", []))}
+    en = energy.summarize(all_steps, steady, intervals, sources)
+    if not en.get("available") and "reason" not in en:
+        en["reason"] = "no power source: GPU (NVML): " + _why(status, "gpu", samples) + \
+                       "; CPU (RAPL): " + _why(status, "rapl", samples)
+    f = energy.finding(en, T.ENERGY_WAITING_NOTE)
+    if f:
+        findings.append(f)
+    tl["energy_per_step"] = en.pop("per_step", [])
+    return {"summary": {"hardware": hw, "energy": en}, "findings": findings, "timelines": tl}
+
+
+def refine_io(findings: list, records: list, all_steps: list, samples: dict, hw_summary: dict, meta: dict) -> list:
+    """Replace the io finding with its storage- vs preprocessing-bound split."""
+    steady = steady_steps(all_steps, T.WARMUP_STEPS)
+    start = steady[0].start_ns if steady else None
+    cores = meta.get("cpu_affinity") or meta.get("cpu_count") or os.cpu_count() or 1
+    out = []
+    for f in findings:
+        if f.get("kind") == "io":
+            f = input_split.classify(f, records, samples.get("system", []), hw_summary.get("disks", {}), cores,
+                                     T.LOADER_CPU_BUSY, T.LOADER_CPU_IDLE, start)
+        out.append(f)
+    return out
+

@@ -1,0 +1,107 @@
+"""Pure hardware analyzers on constructed inputs: counters, energy per step/phase, the input-bound split."""
+import pytest
+
+from haiprof.analyzers import counters, energy, input_split
+from haiprof.analyzers.steps import build_steps
+
+MS = 1_000_000
+
+
+def test_counter_delta_wrap_saturation_reset():
+    assert counters.delta(10, 25) == (15, "")
+    assert counters.delta(2**32 - 10, 5, width=32) == (15, "wrapped")
+    assert counters.delta(100, 2**32 - 1, width=32) == (2**32 - 101, "saturated")
+    assert counters.delta(900, 100, max_value=1000) == (200, "wrapped")
+    assert counters.delta(2**40, 5, width=64) == (None, "reset")
+
+
+def _steps(n=4, step_ms=100, dl_ms=40):
+    """n steps of step_ms each: dataloader first, then forward+backward, optimizer step at the end."""
+    recs = []
+    for i in range(n):
+        t = i * step_ms * MS
+        recs += [("dataloader", t, t + dl_ms * MS), ("forward", t + dl_ms * MS, t + 70 * MS),
+                 ("backward", t + 70 * MS, t + 95 * MS), ("optimizer", t + 95 * MS, t + step_ms * MS),
+                 ("@step", t + step_ms * MS, t + step_ms * MS)]
+    steps, _ = build_steps(recs)
+    return recs, steps
+
+
+def test_energy_splits_joules_by_phase_with_constant_power():
+    recs, steps = _steps()
+    intervals = energy.phase_intervals(recs)
+    segs = [(0, 400 * MS, 200.0)]  # 200 W for the whole run
+    e = energy.summarize(steps, steps[1:], intervals, {"gpu": segs})
+    assert e["available"] and e["steps"] == 3
+    assert e["joules_per_step_median"] == pytest.approx(20.0)        # 200 W x 0.1 s
+    assert e["waiting_for_input_share"] == pytest.approx(0.40)
+    assert e["phase_joules"]["forward"] == pytest.approx(3 * 200 * 0.030)
+
+
+def test_energy_follows_power_that_differs_between_phases():
+    recs, steps = _steps()
+    # Low power (50 W) while waiting for data, high (300 W) during compute: waiting is 40% of time, less energy.
+    segs = []
+    for i in range(4):
+        t = i * 100 * MS
+        segs += [(t, t + 40 * MS, 50.0), (t + 40 * MS, t + 100 * MS, 300.0)]
+    e = energy.summarize(steps, steps[1:], energy.phase_intervals(recs), {"gpu": segs, "cpu": []})
+    expected = (50 * 0.04) / (50 * 0.04 + 300 * 0.06)
+    assert e["waiting_for_input_share"] == pytest.approx(expected)
+    f = energy.finding(e, 0.05)
+    assert f["kind"] == "energy" and f["message"].startswith(f"{100 * expected:.0f}% of energy")
+
+
+def test_energy_from_nvml_counter_and_power_samples():
+    samples = [{"t_ns": k * 500 * MS, "devices": [{"index": 0, "energy_mj": 1000 + k * 50_000},
+                                                  {"index": 1, "power_mw": 100_000}]} for k in range(3)]
+    segs = energy.gpu_segments(samples)
+    assert sorted(round(w) for _, _, w in segs) == [100, 100, 100, 100]
+
+
+def test_energy_unavailable_without_sources():
+    recs, steps = _steps()
+    assert energy.summarize(steps, steps, [], {"gpu": [], "cpu": []}) == {"available": False}
+
+
+IO = {"kind": "io", "severity": "high", "share": 0.6, "message": "60% of step time waits for the DataLoader",
+      "evidence": {"dataloader_share": 0.6}, "fixes": ["prefetch"]}
+
+
+def _dl_records(busy_share, runq_share=0.0, n=10):
+    wall = 50 * MS
+    return [["dataloader", i * 100 * MS, i * 100 * MS + wall, int(busy_share * wall * (1 - runq_share)),
+             int(runq_share * wall)] for i in range(n)]
+
+
+def test_split_num_workers_0_storage_vs_preprocessing():
+    storage = input_split.classify(IO, _dl_records(0.1), [], {"vda": {"read_bytes_per_s_mean": 80e6}}, 8, 0.7, 0.5)
+    decode = input_split.classify(IO, _dl_records(1.0, runq_share=0.5), [], {}, 8, 0.7, 0.5)
+    assert storage["evidence"]["input_bound"] == "storage" and decode["evidence"]["input_bound"] == "preprocessing"
+    assert storage["fixes"] == decode["fixes"] == ["prefetch"]
+    assert "more DataLoader workers than cores" in storage["recommendation"]
+    assert "up to the available cores" in decode["recommendation"]
+    assert storage["message"] != decode["message"]
+    assert "storage-bound" in storage["message"] and "preprocessing-bound" in decode["message"]
+    # A contended host: half the wait queued for a CPU still reads as busy decoding.
+    assert decode["evidence"]["input_split"]["loader_thread"]["cpu_share"] == pytest.approx(1.0)
+
+
+def _system(children_pct, procs=3, n=6):
+    return [{"t_ns": i * 500 * MS, "procs": procs, "cpu_children_pct": children_pct, "proc_read_bytes": i * 10**7}
+            for i in range(n)]
+
+
+def test_split_with_workers_uses_children_cpu():
+    busy = input_split.classify(IO, [], _system(190.0), {}, 2, 0.7, 0.5)
+    idle = input_split.classify(IO, [], _system(10.0), {}, 2, 0.7, 0.5)
+    assert busy["evidence"]["input_bound"] == "preprocessing"
+    assert idle["evidence"]["input_bound"] == "storage"
+    assert idle["evidence"]["input_split"]["workers"]["workers"] == 2
+    short = input_split.classify(IO, [], _system(190.0, n=2), {}, 2, 0.7, 0.5)
+    assert short["evidence"]["input_bound"] == "unclear"  # too few samples of the workers to judge
+
+
+def test_split_idle_without_reads_is_called_latency():
+    out = input_split.classify(IO, _dl_records(0.05), [], {"vda": {"read_bytes_per_s_mean": 0.0}}, 4, 0.7, 0.5)
+    assert out["evidence"]["input_bound"] == "storage" and "latency-bound" in out["message"]

@@ -1,0 +1,39 @@
+"""End to end: the two bundled input-bound variants get the right split, and the report explains what is missing."""
+import json
+
+import pytest
+
+from conftest import EXAMPLES, load_summary, run_haiprof
+
+
+def _io(summary):
+    io = [f for f in summary["findings"] if f["kind"] == "io"]
+    assert io, summary["findings"]
+    return io[0]
+
+
+@pytest.mark.slow
+@pytest.mark.parametrize("example,kind", [("input_bound_storage.py", "storage"),
+                                          ("input_bound_decode.py", "preprocessing")])
+def test_split_on_bundled_examples(tmp_path, example, kind):
+    out = tmp_path / "run"
+    r = run_haiprof("run", "--quiet", "--out", out, EXAMPLES / example)
+    assert r.returncode == 0, r.stderr
+    s = load_summary(out)
+    assert s["bottleneck"] == "io", s["headline"]
+    f = _io(s)
+    assert f["evidence"]["input_bound"] == kind, json.dumps(f["evidence"]["input_split"])
+    assert f["fixes"] == ["prefetch"] and f["recommendation"]
+    assert f"{kind}-bound" in s["headline"]
+    # every hardware collector is accounted for: available, or unavailable with a reason
+    for name, st in s["hardware"]["collectors"].items():
+        assert st["available"] or st["reason"], name
+    html = (out / "report.html").read_text()
+    assert 'id="hardware"' in html and f"<b>{kind}-bound</b>" in html
+    if not s["hardware"]["collectors"]["gpu"]["available"]:
+        assert "Unavailable: gpu: " in html
+    if not s["energy"]["available"]:
+        assert "Unavailable: no power source" in html
+    samples = (out / "samples" / "storage.jsonl").read_text().splitlines()
+    costs = [json.loads(x)["cost_ns"] for x in samples if x.strip()]
+    assert costs and sorted(costs)[len(costs) // 2] < 50_000_000  # a diskstats sample costs well under 50 ms
