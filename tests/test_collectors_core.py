@@ -42,7 +42,7 @@ def test_records_every_phase_once_per_step(recorder):
     assert names.count("backward") == 3 and names.count("@backward") == 3
     assert names.count("dataloader") == 4       # 3 batches + the StopIteration
     assert names.count("optimizer") == 6        # step + zero_grad
-    assert all(s <= e for _, s, e in records)
+    assert all(r[1] <= r[2] for r in records)  # dataloader records carry extra CPU fields
 
 
 def test_uninstall_restores_torch(recorder):
