@@ -6,11 +6,13 @@ Plain PyTorch, no haiprof import; start it like any DDP script:
     haiprof run --nproc-per-node 2 examples/ddp_comm_bound.py --steps 20
 
 On an ordinary loopback the 25 MB gradient allreduce is cheap next to the compute; on a 1 Gbit/s link (see
-benchmarks/shaped_net.py) it is the larger part of every step. `--slow-rank R --slow-ms MS` makes rank R's loading
-slower (a straggler), `--die-rank R --die-step N` kills rank R with SIGKILL at step N, `--compress` registers
-DDP's fp16 compression hook (the `compress` fix done by hand), `--workers N` uses DataLoader worker processes.
+benchmarks/shaped_net.py) it is the larger part of every step. Fault and skew knobs: `--slow-rank R --slow-ms MS`
+makes rank R's loading slower (a straggler), `--die-rank R --die-step N` kills rank R with SIGKILL at step N,
+`--abort-at-exit-rank R` makes rank R abort at interpreter exit after training (a teardown crash). `--compress`
+registers DDP's fp16 compression hook (the `compress` fix done by hand); `--workers N` uses DataLoader workers.
 """
 import argparse
+import atexit
 import os
 import signal
 import time
@@ -51,11 +53,15 @@ def main():
     ap.add_argument("--slow-ms", type=float, default=0.0, help="extra loading time per batch on --slow-rank")
     ap.add_argument("--die-rank", type=int, default=-1)
     ap.add_argument("--die-step", type=int, default=3)
+    ap.add_argument("--abort-at-exit-rank", type=int, default=-1,
+                    help="this rank aborts (SIGABRT) at interpreter exit, after training: a teardown crash")
     ap.add_argument("--compress", action="store_true", help="fp16 gradient compression hook")
     args = ap.parse_args()
 
     dist.init_process_group("gloo")
     rank = dist.get_rank()
+    if rank == args.abort_at_exit_rank:
+        atexit.register(os.abort)
     torch.manual_seed(0)
     layers = []
     for _ in range(args.layers):
