@@ -182,4 +182,5 @@ def test_nccl_ddp_on_gpu(tmp_path):
     s = load_summary(out)
     d = _dist(s)
     assert d["world_size"] == n and all(x["status"] == "ok" and x["steps"] == 8 for x in d["ranks"])
-    assert all(x["phase_share"]["allreduce"] > 0 for x in d["ranks"])
+    # On CUDA the host-side tail undercounts (NCCL waits are stream waits); DDP's own CUDA-event timers do not.
+    assert d["ddp"] is not None and d["ddp"]["comm_ms"] > 0
