@@ -19,6 +19,7 @@ import os
 import shutil
 import subprocess
 import sys
+import tempfile
 import uuid
 from contextlib import contextmanager
 from dataclasses import dataclass
@@ -96,14 +97,16 @@ def shaped_loopback(rate: str | None = DEFAULT_RATE, burst: str = DEFAULT_BURST,
         subprocess.run(["ip", "netns", "del", name], capture_output=True)
 
 
-def _time_example(net: ShapedNet | None, steps: int, extra: list) -> str:
+def _time_example(net: ShapedNet, steps: int, extra: list, haiprof: bool = False) -> str:
+    """ms/step as rank 0 of examples/ddp_comm_bound.py measures it; with `haiprof`, started by `haiprof run`."""
     example = os.path.join(os.path.dirname(os.path.dirname(os.path.abspath(__file__))), "examples",
                            "ddp_comm_bound.py")
-    argv = [sys.executable, "-m", "torch.distributed.run", "--nproc-per-node", "2", "--master-port", "29531",
-            example, "--steps", str(steps), *extra]
-    if net is None:
-        r = subprocess.run(argv, capture_output=True, text=True)
-    else:
+    # One node, no --master-port: torchrun picks a free port (c10d on localhost:0), so runs never collide.
+    argv = [sys.executable, "-m", "torch.distributed.run", "--nproc-per-node", "2", example, "--steps", str(steps),
+            *extra]
+    with tempfile.TemporaryDirectory(prefix="hp-bench-") as out:
+        if haiprof:
+            argv = [sys.executable, "-m", "haiprof", "run", "--quiet", "--out", out, "--", *argv]
         r = net.run(argv, capture_output=True, text=True)
     lines = [ln for ln in r.stdout.splitlines() if "ms/step" in ln]
     return lines[-1] if lines else f"failed (exit {r.returncode}): {r.stderr.strip()[-300:]}"
@@ -113,15 +116,21 @@ def main(argv=None) -> int:
     ap = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     ap.add_argument("--rate", default=DEFAULT_RATE)
     ap.add_argument("--steps", type=int, default=10)
+    ap.add_argument("--batch-size", type=int, default=32)
+    ap.add_argument("--with-haiprof", action="store_true", help="also time each case under `haiprof run`")
     args = ap.parse_args(argv)
     ok, why = available()
     if not ok:
         print(f"shaped network unavailable: {why}")
         return 1
-    print("unshaped loopback:        ", _time_example(None, args.steps, []))
-    with shaped_loopback(args.rate) as net:
-        print(f"shaped {args.rate}:           ", _time_example(net, args.steps, []))
-        print(f"shaped {args.rate} + fp16 hook:", _time_example(net, args.steps, ["--compress"]))
+    extra = ["--batch-size", str(args.batch_size)]
+    cases = [("unshaped loopback", None, []), (f"shaped {args.rate}", args.rate, []),
+             (f"shaped {args.rate} + fp16 hook", args.rate, ["--compress"])]
+    for label, rate, more in cases:
+        with shaped_loopback(rate) as net:
+            print(f"{label:<28} torchrun: {_time_example(net, args.steps, extra + more)}")
+            if args.with_haiprof:
+                print(f"{label:<28} haiprof:  {_time_example(net, args.steps, extra + more, haiprof=True)}")
     return 0
 
 
