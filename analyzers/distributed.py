@@ -163,14 +163,22 @@ def stragglers(ranks: list[RankInput], split: dict) -> list[dict]:
              "evidence": detail}]
 
 
-def rank_rows(ranks: list[RankInput], expected: list[int], failures: dict) -> tuple[list, list]:
-    """One row per rank (present or not) and the missing/failed ones with their exit codes."""
+def rank_rows(ranks: list[RankInput], expected: list[int], failures: dict,
+              gathering: bool = True) -> tuple[list, list]:
+    """One row per rank (present or not) and the missing/failed ones with their exit codes.
+
+    `gathering` is False in the directory of a node other than rank 0's: other nodes' ranks are expected to be
+    absent there (their data went to rank 0), so they are listed as elsewhere, not as missing.
+    """
     rows, problems = [], []
     present = {r.rank: r for r in ranks}
     for rank in expected:
         r = present.get(rank)
         fail = failures.get(str(rank)) or failures.get(rank)
         proc_exit = fail.get("exitcode") if fail else None
+        if r is None and not fail and not gathering:
+            rows.append({"rank": rank, "status": "elsewhere", "exit_code": None})
+            continue
         if r is None:
             rows.append({"rank": rank, "status": "missing", "exit_code": proc_exit})
             problems.append({"rank": rank, "exit_code": proc_exit, "status": "missing",

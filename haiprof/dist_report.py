@@ -59,7 +59,9 @@ def analyze_job(run_dir: RunDir) -> RunData:
     ranks, per_rank = _rank_inputs(run_dir, gather.get("ranks", {}))
     world = max([int(r.meta.get("world_size") or 0) for r in ranks] + [len(ranks)] +
                 [int(k) + 1 for k in (meta.get("failures") or {}) if k.isdigit()])
-    rows, problems = D.rank_rows(ranks, list(range(world)), meta.get("failures") or {})
+    # Only rank 0's directory gathers; another node's directory holds its own ranks (the others are elsewhere).
+    gathering = gather_path.is_file() or any(r.rank == 0 for r in ranks)
+    rows, problems = D.rank_rows(ranks, list(range(world)), meta.get("failures") or {}, gathering)
     share = D.mean_share(ranks)
     pooled = D.pooled_steps(ranks)
     stats = step_analysis.step_time_stats(pooled)
@@ -68,7 +70,8 @@ def analyze_job(run_dir: RunDir) -> RunData:
     split = D.comm_split(ranks)
     ddp = D.ddp_overlap(ranks)
     slow = D.stragglers(ranks, split)
-    findings = [f for f in verdict.phase_findings(share, len(pooled), stats["median"]) if f["kind"] != "communication"] \
+    steady_n = len(step_analysis.steady_steps(ref.steps, T.WARMUP_STEPS)) if ref else 0
+    findings = [f for f in verdict.phase_findings(share, steady_n, stats["median"]) if f["kind"] != "communication"] \
         if n else []
     comm = D.comm_finding(split, share, ddp, stats["median"], n, verdict.FIXES_FOR["communication"]) if n else None
     findings += [comm] if comm else []
@@ -83,6 +86,8 @@ def analyze_job(run_dir: RunDir) -> RunData:
         findings.append({"kind": "rank-failed" if p["status"] != "missing" else "rank-missing", "severity": "high",
                          "share": 0.0, "message": p["message"], "evidence": p, "fixes": []})
     bottleneck, headline = verdict.decide(findings, n)
+    if not gathering:
+        headline += " (This directory holds this node's ranks only; the merged report is in rank 0's directory.)"
     if slow:
         headline += f" Straggler: rank {slow[0]['rank']} ({slow[0]['cause']})."
     bad = [p for p in problems]

@@ -150,6 +150,8 @@ def test_store_gather_with_separate_output_directories(tmp_path):
     assert rows[1]["node_rank"] == 1 and rows[0]["node_rank"] == 0
     # Node 1's directory holds only its own rank; it did not need rank 0's.
     assert sorted(p.name for p in outs[1].glob("rank-*")) == ["rank-1"]
+    s1 = load_summary(outs[1])
+    assert [x["status"] for x in _dist(s1)["ranks"]] == ["elsewhere", "ok"] and not _dist(s1)["problems"]
 
 
 def test_bad_launcher_input_is_one_line(tmp_path):
