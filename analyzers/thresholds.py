@@ -43,3 +43,12 @@ CROSS_NUMA_MODERATE = 0.10
 
 # Energy spent while waiting for input (dataloader + h2d) worth an info finding.
 ENERGY_WAITING_NOTE = 0.05
+# -- distributed runs (analyzers/distributed.py) --
+# A rank is a straggler when it arrives last at the gradient sync in at least this share of the compared steps...
+STRAGGLER_CONSISTENCY = 0.7
+# ...the median wait it causes the fastest rank is at least this share of the step...
+STRAGGLER_SKEW_SHARE = 0.15
+# ...and its own extra time in one phase (the cause) accounts for at least this share of that wait.
+STRAGGLER_EXPLAINED = 0.5
+# A slow rank whose batches are this much larger than the others' is "data imbalance", not "its compute".
+DATA_IMBALANCE = 0.10

@@ -58,6 +58,8 @@ def _run_parser() -> argparse.ArgumentParser:
     p.add_argument("--quiet", action="store_true", help="print nothing but the script's own output")
     p.add_argument("--sample-interval", type=float, default=0.5, metavar="S",
                    help="system sampling interval in seconds, jittered ±20%% (default 0.5)")
+    from . import distributed  # --nproc-per-node & co. (issue 5)
+    distributed.add_options(p)
     return p
 
 
@@ -71,6 +73,11 @@ def cmd_run(argv: list[str]) -> int:
         ns = parser.parse_args(ours)
     except SystemExit as e:  # argparse already printed its one-line message
         return int(e.code or 0)
+    from . import distributed  # torch.distributed jobs: every rank under the profiler (issue 5)
+    if distributed.requested(ns, target):
+        if ns.steps is not None and ns.steps < 1:
+            raise UserError("--steps must be at least 1")
+        return distributed.run_job(ns, target, list(argv))
     module = script = None
     if target and target[0] == "-m":
         if len(target) < 2:

@@ -164,6 +164,9 @@ def finish(run_dir: RunDir, quiet: bool = False) -> dict | None:
     from .analysis import analyze
     from .render import console, html
 
+    from . import dist_report  # distributed run directory: the merged report (issue 5)
+    if dist_report.is_distributed(run_dir):
+        return dist_report.finish(run_dir, quiet=quiet)
     try:
         data = analyze(run_dir)
         run_dir.write_summary(data.summary)

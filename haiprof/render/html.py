@@ -12,6 +12,7 @@ import shlex
 from pathlib import Path
 
 from . import charts, hardware
+from .ranks import section_ranks  # distributed runs (issue 5)
 
 PHASES = ("dataloader", "h2d", "forward", "backward", "optimizer", "allreduce", "other")
 
@@ -124,7 +125,7 @@ def section_meta(d, figs):
     return f'<section id="meta"><h3>Run</h3><table class="grid">{rows}</table></section>'
 
 
-SECTIONS = [section_verdict, section_findings, section_phases, section_utilization, section_collectors,
+SECTIONS = [section_verdict, section_findings, section_ranks, section_phases, section_utilization, section_collectors,
             section_meta]
 SECTIONS.insert(SECTIONS.index(section_utilization) + 1, hardware.section_hardware)  # GPU/IB/NUMA/disk/energy
 

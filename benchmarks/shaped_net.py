@@ -1,0 +1,138 @@
+"""A real slow network on one machine: a private network namespace whose loopback is shaped with `tc`.
+
+Processes started inside the namespace talk over its own `lo`, which a token-bucket filter limits (default
+1 Gbit/s), so a gloo DDP job on one host pays for its gradient traffic the way a job across a slow link does.
+Needs root (CAP_NET_ADMIN) and iproute2 (`ip`, `tc`). Importable:
+
+    from benchmarks.shaped_net import shaped_loopback, available
+    ok, why = available()
+    with shaped_loopback(rate="1gbit") as net:
+        subprocess.run(net.command(["torchrun", "--nproc-per-node", "2", "train.py"]), env=net.env())
+
+The namespace is created on entry and deleted on exit, even when the body raises. Run as a script to time a
+DDP example with and without shaping:  python -m benchmarks.shaped_net [--rate 1gbit]
+"""
+from __future__ import annotations
+
+import argparse
+import os
+import shutil
+import subprocess
+import sys
+import tempfile
+import uuid
+from contextlib import contextmanager
+from dataclasses import dataclass
+
+# tbf needs a bucket at least one packet deep; lo's MTU is 64 KiB, so a few of those.
+DEFAULT_RATE = "1gbit"
+DEFAULT_BURST = "256kb"
+DEFAULT_LATENCY = "50ms"
+
+
+def available() -> tuple[bool, str]:
+    """(True, "") when a shaped namespace can be created here, else (False, why)."""
+    for tool in ("ip", "tc"):
+        if shutil.which(tool) is None:
+            return False, f"`{tool}` (iproute2) is not installed"
+    if os.geteuid() != 0:
+        return False, "creating a network namespace needs root (CAP_NET_ADMIN)"
+    name = f"hp-probe-{uuid.uuid4().hex[:8]}"
+    r = subprocess.run(["ip", "netns", "add", name], capture_output=True, text=True)
+    if r.returncode != 0:
+        return False, f"`ip netns add` failed: {r.stderr.strip() or r.returncode}"
+    subprocess.run(["ip", "netns", "del", name], capture_output=True)
+    return True, ""
+
+
+@dataclass
+class ShapedNet:
+    name: str
+    rate: str
+
+    def command(self, argv: list) -> list:
+        """argv run inside the namespace (as the same user, same cwd and environment)."""
+        return ["ip", "netns", "exec", self.name, *map(str, argv)]
+
+    def env(self, base: dict | None = None) -> dict:
+        """Environment for jobs inside: gloo must use `lo` (the host's other interfaces do not exist here)."""
+        e = dict(os.environ if base is None else base)
+        e.setdefault("GLOO_SOCKET_IFNAME", "lo")
+        e.setdefault("MASTER_ADDR", "127.0.0.1")
+        return e
+
+    def run(self, argv: list, **kwargs) -> subprocess.CompletedProcess:
+        kwargs.setdefault("env", self.env())
+        return subprocess.run(self.command(argv), **kwargs)
+
+    def qdisc(self) -> str:
+        r = subprocess.run(["tc", "-n", self.name, "qdisc", "show", "dev", "lo"], capture_output=True, text=True)
+        return r.stdout.strip()
+
+
+def _ip(*args: str) -> None:
+    r = subprocess.run(["ip", *args], capture_output=True, text=True)
+    if r.returncode != 0:
+        raise RuntimeError(f"ip {' '.join(args)}: {r.stderr.strip()}")
+
+
+@contextmanager
+def shaped_loopback(rate: str | None = DEFAULT_RATE, burst: str = DEFAULT_BURST, latency: str = DEFAULT_LATENCY,
+                    name: str | None = None):
+    """Create a namespace with `lo` up and shaped to `rate` (None: unshaped); delete it on exit."""
+    ok, why = available()
+    if not ok:
+        raise RuntimeError(f"shaped network unavailable: {why}")
+    name = name or f"haiprof-{os.getpid()}-{uuid.uuid4().hex[:6]}"
+    _ip("netns", "add", name)
+    try:
+        _ip("-n", name, "link", "set", "lo", "up")
+        if rate:
+            r = subprocess.run(["tc", "-n", name, "qdisc", "add", "dev", "lo", "root", "tbf", "rate", rate,
+                                "burst", burst, "latency", latency], capture_output=True, text=True)
+            if r.returncode != 0:
+                raise RuntimeError(f"tc qdisc add failed: {r.stderr.strip()}")
+        yield ShapedNet(name, rate or "unshaped")
+    finally:
+        subprocess.run(["ip", "netns", "del", name], capture_output=True)
+
+
+def _time_example(net: ShapedNet, steps: int, extra: list, haiprof: bool = False) -> str:
+    """ms/step as rank 0 of examples/ddp_comm_bound.py measures it; with `haiprof`, started by `haiprof run`."""
+    example = os.path.join(os.path.dirname(os.path.dirname(os.path.abspath(__file__))), "examples",
+                           "ddp_comm_bound.py")
+    # One node, no --master-port: torchrun picks a free port (c10d on localhost:0), so runs never collide.
+    argv = [sys.executable, "-m", "torch.distributed.run", "--nproc-per-node", "2", example, "--steps", str(steps),
+            *extra]
+    with tempfile.TemporaryDirectory(prefix="hp-bench-") as out:
+        if haiprof:
+            argv = [sys.executable, "-m", "haiprof", "run", "--quiet", "--out", out, "--", *argv]
+        r = net.run(argv, capture_output=True, text=True)
+    lines = [ln for ln in r.stdout.splitlines() if "ms/step" in ln]
+    return lines[-1] if lines else f"failed (exit {r.returncode}): {r.stderr.strip()[-300:]}"
+
+
+def main(argv=None) -> int:
+    ap = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
+    ap.add_argument("--rate", default=DEFAULT_RATE)
+    ap.add_argument("--steps", type=int, default=10)
+    ap.add_argument("--batch-size", type=int, default=32)
+    ap.add_argument("--with-haiprof", action="store_true", help="also time each case under `haiprof run`")
+    args = ap.parse_args(argv)
+    ok, why = available()
+    if not ok:
+        print(f"shaped network unavailable: {why}")
+        return 1
+    extra = ["--batch-size", str(args.batch_size)]
+    cases = [("unshaped loopback", None, []), (f"shaped {args.rate}", args.rate, []),
+             (f"shaped {args.rate} + fp16 hook", args.rate, ["--compress"])]
+    for label, rate, more in cases:
+        with shaped_loopback(rate) as net:
+            print(f"{label:<28} torchrun: {_time_example(net, args.steps, extra + more)}")
+            if args.with_haiprof:
+                print(f"{label:<28} haiprof:  {_time_example(net, args.steps, extra + more, haiprof=True)}")
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())

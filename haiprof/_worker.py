@@ -1,0 +1,142 @@
+"""Per-rank entry point: what torchrun starts instead of the user's script, one per rank.
+
+    python -m haiprof._worker --run-dir DIR [--steps N] [--sample-interval S] -- (SCRIPT | -m MODULE) [ARGS...]
+
+It runs the target exactly as `haiprof run` runs a single process (same sys.argv, __main__, exit code) under the
+phase collector, the DDP gradient-sync observer and the side sampler, into DIR/rank-<RANK>/ (meta.json carries
+host, node rank, local rank, world size). At the end the rank's data goes to rank 0 (rank_gather). DataLoader
+workers forked from a rank are not ranks: the collectors switch themselves off in forked children.
+"""
+from __future__ import annotations
+
+import os
+import signal
+import socket
+import sys
+import time
+from pathlib import Path
+
+from . import launcher, session
+from .rank_gather import RankGather, rank_dir_name
+from .rundir import RunDir
+
+RANK_ENV = ("RANK", "LOCAL_RANK", "WORLD_SIZE", "LOCAL_WORLD_SIZE", "GROUP_RANK", "GROUP_WORLD_SIZE",
+            "MASTER_ADDR", "MASTER_PORT", "TORCHELASTIC_RUN_ID", "TORCHELASTIC_RESTART_COUNT")
+
+
+def parse(argv: list[str]) -> tuple[dict, list[str]]:
+    """Our options up to `--`; `--local-rank=N` (torchrun without --use-env) belongs to the user's script."""
+    opts = {"run_dir": None, "steps": None, "sample_interval": session.SAMPLE_INTERVAL_S}
+    passthrough = []
+    i = 0
+    while i < len(argv):
+        tok = argv[i]
+        if tok == "--":
+            i += 1
+            break
+        if tok.startswith("--local-rank") or tok.startswith("--local_rank"):
+            passthrough.append(tok)
+        elif tok in ("--run-dir", "--steps", "--sample-interval") and i + 1 < len(argv):
+            key = tok[2:].replace("-", "_")
+            opts[key] = argv[i + 1]
+            i += 1
+        else:
+            raise SystemExit(f"haiprof worker: unexpected argument {tok!r}")
+        i += 1
+    target = argv[i:]
+    if opts["run_dir"] is None or not target:
+        raise SystemExit("haiprof worker: usage: python -m haiprof._worker --run-dir DIR -- SCRIPT [ARGS...]")
+    if target[0] == "-m":
+        target = ["-m", target[1], *passthrough, *target[2:]]
+    else:
+        target = [target[0], *passthrough, *target[1:]]
+    return opts, target
+
+
+def rank_meta(env=None) -> dict:
+    env = os.environ if env is None else env
+    out = {"host": socket.gethostname()}
+    for key in RANK_ENV:
+        if key in env:
+            out[key.lower()] = env[key]
+    for key in ("rank", "local_rank", "world_size", "local_world_size", "group_rank", "group_world_size"):
+        if key in out:
+            try:
+                out[key] = int(out[key])
+            except ValueError:
+                pass
+    out["node_rank"] = out.get("group_rank")
+    return out
+
+
+def main(argv: list[str]) -> int:
+    from haiprof.collectors.ddp_comm import DDPCommObserver
+    from haiprof.collectors.phases import PhaseRecorder, StepLimitReached
+
+    opts, target = parse(argv)
+    module = target[1] if target[0] == "-m" else None
+    script = None if module else target[0]
+    args = target[2:] if module else target[1:]
+    steps = int(opts["steps"]) if opts["steps"] else None
+    info = rank_meta()
+    rank, world = int(info.get("rank", 0)), int(info.get("world_size", 1))
+    run_root = Path(opts["run_dir"])
+    run_dir = RunDir.create(run_root / rank_dir_name(rank))
+    target_name = Path(script.rstrip("/")).stem if script else module.split(".")[-1]
+    ropts = session.RunOptions(script=script, module=module, args=args, steps=steps,
+                               sample_interval_s=float(opts["sample_interval"]))
+    gather = RankGather(run_root, rank, world)
+    meta = session.collect_meta(ropts, target_name)
+    meta.update(info, distributed_rank=True, gather_token=gather.token)
+    run_dir.write_meta(meta)
+    gather.start()
+    sidecar = session.start_sidecar(run_dir, ropts.sample_interval_s)
+    appender = run_dir.phase_appender().start()
+    recorder = PhaseRecorder(appender.append, max_steps=steps)
+    ddp = DDPCommObserver(appender.append)
+    for name, collector in (("phases", recorder), ("ddp", ddp)):
+        try:
+            collector.install()
+        except Exception as e:  # hooks unavailable in this torch: still run the script, say why
+            run_dir.record_status(name, False, f"hooks could not be installed: {type(e).__name__}: {e}")
+    if gather.reason:
+        run_dir.record_status("gather", False, gather.reason)
+    outcome = None
+    try:
+        outcome = launcher.run(script, args, module, step_limit_exc=StepLimitReached)
+    finally:
+        ddp.uninstall()
+        recorder.uninstall()
+        appender.close()
+        session.stop_sidecar(sidecar)
+        if outcome is None:
+            outcome = launcher.Outcome(1, "exception", error="haiprof interrupted")
+        run_dir.update_meta(end_time=time.time(), end_monotonic_ns=time.monotonic_ns(),
+                            exit_code=outcome.exit_code, how=outcome.how, error=outcome.error, steps_limit=steps)
+        _finish_rank(run_dir, gather, rank, world, terminating=outcome.how == "sigterm")
+    if outcome.reraise_signal is not None:
+        sys.stdout.flush()
+        sys.stderr.flush()
+        signal.signal(outcome.reraise_signal, signal.SIG_DFL)
+        os.kill(os.getpid(), outcome.reraise_signal)
+    return outcome.exit_code
+
+
+def _finish_rank(run_dir: RunDir, gather: RankGather, rank: int, world: int, terminating: bool) -> None:
+    """Per-rank summary.json (no HTML: the merged report is the one to read), then the gather."""
+    from .analysis import analyze
+    try:
+        run_dir.write_summary(analyze(run_dir).summary)
+    except Exception as e:
+        print(f"haiprof: rank {rank}: could not summarize {run_dir.path}: {type(e).__name__}: {e}", file=sys.stderr)
+    if world <= 1:
+        return
+    if rank == 0:
+        gather.collect(terminating=terminating)
+    else:
+        how = gather.send(run_dir.path)
+        run_dir.update_meta(gathered=how)
+
+
+if __name__ == "__main__":
+    sys.exit(main(sys.argv[1:]))

@@ -1,0 +1,75 @@
+"""The "Ranks" panel of a distributed run: hosts and ranks, per-rank phases, step-time spread, communication."""
+from __future__ import annotations
+
+import html
+
+PHASES = ("dataloader", "h2d", "forward", "backward", "optimizer", "allreduce", "other")
+
+
+def _esc(x) -> str:
+    return html.escape("" if x is None else str(x), quote=True)
+
+
+def _ms(s) -> str:
+    return "" if s is None else f"{s * 1e3:.1f}"
+
+
+def _pct(x) -> str:
+    return "" if x is None else f"{100 * x:.0f}%"
+
+
+def spread_chart(rows: list) -> dict:
+    ok = [r for r in rows if r.get("phase_share")]
+    data = [{"type": "bar", "name": p, "x": [f"rank {r['rank']}" for r in ok],
+             "y": [r["phase_share"][p] * (r.get("step_time_median_s") or 0) * 1e3 for r in ok]} for p in PHASES]
+    return {"data": data, "layout": {"barmode": "stack", "title": "Median step per rank, by phase",
+                                     "yaxis": {"title": "ms"}, "height": 320, "margin": {"t": 40}}}
+
+
+def section_ranks(d, figs) -> str:
+    dist = d.summary.get("distributed")
+    if not dist:
+        return ""
+    rows_html = []
+    for r in dist["ranks"]:
+        share = r.get("phase_share") or {}
+        cells = [r["rank"], r.get("host"), r.get("node_rank"), r.get("local_rank"), r.get("status"),
+                 r.get("exit_code"), r.get("steps"), _ms(r.get("step_time_median_s")),
+                 _ms(r.get("step_time_p90_s"))] + [_pct(share.get(p)) if share else "" for p in PHASES] + \
+                [r.get("source")]
+        cls = "" if r.get("status") == "ok" else ' class="warn"'
+        rows_html.append(f"<tr{cls}>" + "".join(f"<td>{_esc(c)}</td>" for c in cells) + "</tr>")
+    head = "".join(f"<th>{h}</th>" for h in ["rank", "host", "node", "local rank", "status", "exit", "steps",
+                                            "median ms", "p90 ms", *PHASES, "data via"])
+    hosts = "; ".join(f"{_esc(h)}: ranks {', '.join(map(str, rs))}" for h, rs in dist.get("hosts", {}).items())
+    parts = [f'<section id="ranks"><h3>Ranks</h3><p>{dist["world_size"]} rank(s). Hosts: {hosts or "n/a"}</p>',
+             f'<table class="grid" id="rank-table"><tr>{head}</tr>{"".join(rows_html)}</table>']
+    for p in dist.get("problems", []):
+        parts.append(f'<p class="warn">{_esc(p["message"])}</p>')
+    sp = dist.get("step_time_spread") or {}
+    if sp:
+        parts.append(f"<p>Step-time spread: rank {sp['fastest_rank']} {_ms(sp['fastest_median_s'])} ms to rank "
+                     f"{sp['slowest_rank']} {_ms(sp['slowest_median_s'])} ms median ({_pct(sp['spread'])}).</p>")
+    c = dist.get("comm") or {}
+    if "exposed_share" in c:
+        waits = ", ".join(f"rank {k} {v:.1f} ms" for k, v in c.get("wait_ms_per_step", {}).items())
+        parts.append(f"<p>Exposed communication {_pct(c['exposed_share'])} of step time: transfer "
+                     f"{_pct(c['transfer_share'])} ({c['transfer_ms_per_step']:.1f} ms/step), waiting for the "
+                     f"slowest rank {_pct(c['skew_share'])} ({_esc(waits)}).</p>")
+    ddp = dist.get("ddp")
+    if ddp:
+        parts.append(f"<p>DDP reducer: {ddp['comm_ms']:.1f} ms communication per step, {ddp['overlap_ms']:.1f} ms "
+                     f"of it overlapped with backward: {_pct(ddp['exposed_fraction'])} exposed.</p>")
+    for s in dist.get("stragglers", []):
+        parts.append(f'<p class="warn">Straggler: rank {s["rank"]} ({_esc(s["host"])}): {_esc(s["reason"])}</p>')
+    if dist.get("gather"):
+        g = dist["gather"].get("ranks", {})
+        parts.append("<p class='note'>Data from other ranks: " + _esc(", ".join(f"rank {k}: {v}" for k, v in g.items())
+                                                                   or "n/a") + "</p>")
+    if any(r.get("phase_share") for r in dist["ranks"]):
+        figs["ranks"] = spread_chart(dist["ranks"])
+        parts.append('<div class="chart" id="fig-ranks"></div>')
+    ref = dist.get("reference_rank")
+    if ref is not None:
+        parts.append(f"<p class='note'>Step and utilization charts below show rank {ref}.</p>")
+    return "".join(parts) + "</section>"
