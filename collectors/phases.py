@@ -48,6 +48,9 @@ class PhaseRecorder:
         self._torch_cuda = None
         self._fwd_event = self._opt_event = None
         self._opt_start = 0
+        # Called with the number of completed optimizer steps after each one (e.g. the tracing window); a
+        # callback must not raise.
+        self.step_callbacks: list[Callable[[int], None]] = []
 
     # -- hooks ----------------------------------------------------------------------------------------
     def _gpu_begin(self):
@@ -89,6 +92,8 @@ class PhaseRecorder:
         if self.cuda_timer is not None:
             self.cuda_timer.resolve()
         self.steps += 1
+        for callback in self.step_callbacks:
+            callback(self.steps)
         if self.max_steps is not None and self.steps >= self.max_steps:
             raise StepLimitReached(self.steps)
 

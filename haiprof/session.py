@@ -32,6 +32,7 @@ class RunOptions:
     quiet: bool = False
     sample_interval_s: float = SAMPLE_INTERVAL_S
     haiprof_argv: list = field(default_factory=list)
+    trace_steps: int = 3          # op-level tracing window (torch.profiler); 0 disables it
 
 
 def default_out_dir(target_name: str) -> Path:
@@ -109,6 +110,7 @@ def stop_sidecar(proc) -> None:
 def run(opts: RunOptions) -> int:
     """Run the target under the collectors; return the exit code python would have returned."""
     from haiprof.collectors.phases import PhaseRecorder, StepLimitReached
+    from haiprof.collectors.trace_window import TraceWindow
 
     target = opts.module or opts.script
     target_name = Path(target.rstrip("/")).stem if opts.script else opts.module.split(".")[-1]
@@ -122,11 +124,15 @@ def run(opts: RunOptions) -> int:
         recorder.install()
     except Exception as e:  # hooks unavailable in this torch: still run the script, say why
         run_dir.record_status("phases", False, f"hooks could not be installed: {type(e).__name__}: {e}")
+    # -- op-level tracing window: a few steps after warm-up, driven by the optimizer-step hook --
+    window = TraceWindow(run_dir.path, appender.append, run_dir.record_status, active_steps=opts.trace_steps)
+    recorder.step_callbacks.append(window.on_step)
     outcome = None
     try:
         outcome = launcher.run(opts.script, opts.args, opts.module, step_limit_exc=StepLimitReached)
     finally:
         recorder.uninstall()
+        window.close()      # before appender.close(): it writes the window's end mark
         appender.close()
         stop_sidecar(sidecar)
         if outcome is None:  # we are being torn down by something we did not catch
