@@ -162,8 +162,12 @@ class TraceWindow:
             if not raw.is_file():
                 self._status(NAME, False, "the profiler produced no trace (the run ended during its warm-up step)")
                 return
-            size = self._compress(raw)
             n = self.traced_steps()
+            if n == 0:
+                raw.unlink()
+                self._status(NAME, False, "the run ended before a full step was traced (no trace kept)")
+                return
+            size = self._compress(raw)
             partial = "" if n >= self.active_steps else f" (partial: the run ended after {n} of {self.active_steps})"
             self._status(NAME, True, f"{n} step(s) traced after {self._start_step} step(s) + 1 profiler warm-up "
                                      f"step{partial}: {TRACE_NAME}, {size / 2**20:.1f} MiB")
