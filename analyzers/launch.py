@@ -50,14 +50,16 @@ def is_heavy(name: str) -> bool:
 
 
 # -- steps and self time -----------------------------------------------------------------------------------
-def profiler_steps(ev: pd.DataFrame) -> pd.DataFrame:
-    """Host-side ProfilerStep#N annotations as (step, ts_us, end_us), sorted; the device copies are skipped."""
+def profiler_steps(ev: pd.DataFrame, whole_steps: int | None = None) -> pd.DataFrame:
+    """Host-side ProfilerStep#N annotations as (step, ts_us, end_us), sorted; the device copies are skipped.
+    `whole_steps`: keep only the first N (a window cut short ends in an unfinished step)."""
     host = ev[(ev["cat"] != "gpu_user_annotation") & ev["name"].str.match(PROFILER_STEP.pattern)]
     if "stream" in host:
         host = host[host["stream"] < 0]
     out = pd.DataFrame({"step": host["name"].str.extract(PROFILER_STEP.pattern)[0].astype(int),
                         "ts_us": host["ts_us"], "end_us": host["ts_us"] + host["dur_us"]})
-    return out.drop_duplicates("step").sort_values("ts_us").reset_index(drop=True)
+    out = out.drop_duplicates("step").sort_values("ts_us").reset_index(drop=True)
+    return out if whole_steps is None else out.head(whole_steps)
 
 
 def self_times(ops: pd.DataFrame) -> np.ndarray:
@@ -89,8 +91,8 @@ def _assign_steps(ts: np.ndarray, steps: pd.DataFrame) -> np.ndarray:
     return np.where(ok, idx, -1)
 
 
-def _steps_or_span(ev: pd.DataFrame, ops: pd.DataFrame) -> tuple[pd.DataFrame, str]:
-    steps = profiler_steps(ev)
+def _steps_or_span(ev: pd.DataFrame, ops: pd.DataFrame, whole_steps=None) -> tuple[pd.DataFrame, str]:
+    steps = profiler_steps(ev, whole_steps)
     if len(steps):
         return steps, "ProfilerStep"
     span = pd.DataFrame({"step": [0], "ts_us": [ops["ts_us"].min()],
@@ -116,14 +118,14 @@ def _loader_intervals(ev: pd.DataFrame) -> pd.DataFrame:
     return pd.DataFrame({"ts_us": dl["ts_us"], "end_us": dl["ts_us"] + dl["dur_us"]}).sort_values("ts_us")
 
 
-def cpu_op_stats(ev: pd.DataFrame) -> dict | None:
+def cpu_op_stats(ev: pd.DataFrame, whole_steps: int | None = None) -> dict | None:
     """Op counts and self times per step, and how the step divides: heavy ops, other substantial ops, input wait,
     and the rest, framework overhead (tiny ops plus the Python and dispatch between ops)."""
     ops = ev[ev["cat"].isin(CPU_OP_CATS)].reset_index(drop=True)
     if ops.empty:
         return None
     selft = self_times(ops)
-    steps, source = _steps_or_span(ev, ops)
+    steps, source = _steps_or_span(ev, ops, whole_steps)
     ts = ops["ts_us"].to_numpy(float)
     where = _assign_steps(ts, steps)
     loader = _loader_intervals(ev)
@@ -228,7 +230,7 @@ def _union_us(starts: np.ndarray, ends: np.ndarray) -> float:
     return total + (cur_e - cur_s if cur_e is not None else 0.0)
 
 
-def gpu_stats(ev: pd.DataFrame) -> dict | None:
+def gpu_stats(ev: pd.DataFrame, whole_steps: int | None = None) -> dict | None:
     if "stream" not in ev or "correlation" not in ev:
         return None
     gpu = ev[ev["cat"].isin(GPU_EVENT_CATS) & (ev["stream"] >= 0)]
@@ -250,7 +252,7 @@ def gpu_stats(ev: pd.DataFrame) -> dict | None:
     short_fraction = float((kl["gpu_duration"] < kl["cpu_duration"]).mean()) if len(kl) else None
     runtime = _runtime_by_correlation(ev)
     launch_ts = kernels["correlation"].map(runtime["ts_us"]).fillna(kernels["ts_us"]).to_numpy(float)
-    steps, source = _steps_or_span(ev, kernels)
+    steps, source = _steps_or_span(ev, kernels, whole_steps)
     where = _assign_steps(launch_ts, steps)
     per_step = np.bincount(where[where >= 0], minlength=len(steps)) if (where >= 0).any() else np.zeros(len(steps))
     host_launch = ev[(ev["stream"] < 0) & ev["name"].isin(LAUNCH_CALLS + MEMORY_CALLS)]
@@ -322,8 +324,9 @@ def launch_findings(stats: dict) -> list[dict]:
     return findings
 
 
-def analyze_events(ev: pd.DataFrame) -> dict:
-    """Everything above for one trace: {"cpu": …, "gpu": …, "findings": […]}; the stats are JSON-ready."""
-    stats = {"cpu": cpu_op_stats(ev), "gpu": gpu_stats(ev)}
+def analyze_events(ev: pd.DataFrame, whole_steps: int | None = None) -> dict:
+    """Everything above for one trace: {"cpu": …, "gpu": …, "findings": […]}; the stats are JSON-ready.
+    `whole_steps`: how many ProfilerSteps are complete (haiprof's trace metadata), None for all."""
+    stats = {"cpu": cpu_op_stats(ev, whole_steps), "gpu": gpu_stats(ev, whole_steps)}
     stats["findings"] = launch_findings(stats)
     return stats

@@ -26,6 +26,7 @@ RAW_NAME = "trace.json"
 TRACE_NAME = "trace.json.gz"
 LOG_NAME = "kineto.log"
 NAME = "trace"
+STEPS_KEY = "haiprof_traced_steps"   # trace metadata: how many ProfilerSteps are whole steps
 GZIP_LEVEL = 6   # ~10x smaller than the JSON at a fraction of level 9's time
 
 
@@ -115,6 +116,7 @@ class TraceWindow:
 
     def _export(self, prof) -> None:
         # Called by torch.profiler when the recorded steps are over (or at stop()); raw JSON now, gzip at close.
+        prof.add_metadata(STEPS_KEY, str(self.traced_steps()))
         prof.export_chrome_trace(str(self.out_dir / RAW_NAME))
 
     def _finish(self) -> None:
@@ -122,7 +124,9 @@ class TraceWindow:
         try:
             if prof is not None:
                 # Inside the window this stops Kineto and exports what was recorded (a partial window); after
-                # the last recorded step (already exported) it only closes the step annotation.
+                # the last recorded step (already exported) it only closes the step annotation. A partial window
+                # also holds the step the run ended in, unfinished: the metadata says how many are whole.
+                prof.add_metadata(STEPS_KEY, str(self.traced_steps()))
                 with _stderr_to(self.out_dir / LOG_NAME):
                     prof.__exit__(None, None, None)
         finally:
@@ -160,7 +164,9 @@ class TraceWindow:
                 return
             raw = self.out_dir / RAW_NAME
             if not raw.is_file():
-                self._status(NAME, False, "the profiler produced no trace (the run ended during its warm-up step)")
+                why = ("the run ended during the profiler's warm-up step" if self.traced_steps() == 0
+                       else f"torch.profiler wrote no {RAW_NAME} (its messages are in {LOG_NAME})")
+                self._status(NAME, False, f"no trace: {why}")
                 return
             n = self.traced_steps()
             if n == 0:

@@ -86,7 +86,9 @@ def launch_analysis(run_dir: RunDir) -> dict | None:
     if path is None:
         return None
     try:
-        out = launch.analyze_events(load_events(path))
+        events = load_events(path)
+        whole = events.attrs.get("metadata", {}).get("haiprof_traced_steps")
+        out = launch.analyze_events(events, whole_steps=int(whole) if str(whole).isdigit() else None)
     except TraceError as e:
         return {"trace": path.name, "error": str(e), "findings": []}
     out["trace"] = path.name

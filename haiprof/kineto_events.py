@@ -1,7 +1,7 @@
 """A minimal Kineto (torch.profiler Chrome-trace) loader: complete events ("X") as a DataFrame.
 
 Columns: name, cat, ph, ts_us, dur_us, pid, tid, plus correlation and stream (from args; -1 when absent), the two
-fields GPU launch analysis joins on. This is deliberately small and loads the whole file; `haiprof analyze` has
+fields GPU launch analysis joins on; the trace's top-level metadata is in `attrs["metadata"]`. This is deliberately small and loads the whole file; `haiprof analyze` has
 the streaming reader, whose events frame has the same columns, and can replace `load_events` one for one.
 """
 from __future__ import annotations
@@ -49,4 +49,6 @@ def load_events(path) -> pd.DataFrame:
             continue
         rows.append((str(e.get("name", "")), str(e.get("cat", "")), "X", ts, dur, e.get("pid"), e.get("tid"),
                      _int_arg(args, "correlation"), _int_arg(args, "stream")))
-    return pd.DataFrame(rows, columns=list(COLUMNS))
+    df = pd.DataFrame(rows, columns=list(COLUMNS))
+    df.attrs["metadata"] = {k: v for k, v in doc.items() if k != "traceEvents"} if isinstance(doc, dict) else {}
+    return df

@@ -57,7 +57,7 @@ def test_compute_bound_example_is_compute(tmp_path):
     assert s["bottleneck"] == "compute", s["headline"]
     assert not [f for f in s["findings"] if f["kind"] == "launch" and f["severity"] == "high"]
     cpu = s["launch"]["cpu"]
-    assert cpu["heavy_share"] > 0.5 and cpu["heavy_share"] > cpu["framework_share"]
+    assert cpu["heavy_share"] > cpu["framework_share"] and cpu["framework_share"] < 0.30
     assert (out / "trace.json.gz").is_file() and s["traced_steps_excluded"] == 5
 
 
@@ -94,14 +94,16 @@ def test_run_ending_inside_the_window_keeps_a_partial_trace(tmp_path):
 
 def test_profiler_failure_is_a_reason_not_a_crash(tmp_path):
     out = tmp_path / "fail"
-    (out / "trace.json").mkdir(parents=True)   # the export target is a directory: torch cannot write the trace
+    (out / "trace.json" / "in-the-way").mkdir(parents=True)   # torch.profiler cannot write its trace there
     r = run_haiprof("run", "--quiet", "--out", out, SCRIPTS / "seeded_train.py")
     assert r.returncode == 0, r.stderr
-    assert r.stdout.count("\n") == 16          # the script ran to its end
+    assert r.stdout.count("\n") == 16 and r.stderr == ""    # the script ran to its end, undisturbed
     st = _trace_status(out)
-    assert st["available"] is False and "profiler failed" in st["reason"]
+    assert st["available"] is False and "wrote no trace.json" in st["reason"]
+    assert "Failed to rename" in (out / "kineto.log").read_text()
     s = load_summary(out)
-    assert s["steps"] == 16 and s["traced_steps_excluded"] >= 1   # the steps the attempt touched stay excluded
+    assert s["steps"] == 16 and s["launch"] is None
+    assert s["traced_steps_excluded"] == 5      # the steps the attempt touched stay excluded
 
 
 def test_script_with_its_own_profiler_is_left_alone(tmp_path):

@@ -8,7 +8,7 @@ from . import charts
 
 SHARE_PARTS = (  # (summary key, label, colour); they add up to the traced step
     ("heavy_share", "compute-heavy ops (matmul/conv/attention)", "#4c78a8"),
-    ("other_op_share", "other ops ≥ tiny", "#72b7b2"),
+    ("other_op_share", "other ops (not tiny)", "#72b7b2"),
     ("dataloader_share", "waiting for input (DataLoader)", "#e45756"),
     ("framework_share", "framework overhead (tiny ops + Python between ops)", "#f58518"),
 )
@@ -39,6 +39,7 @@ def histogram_chart(bins: list, title: str, what: str) -> dict:
                      {"type": "scatter", "mode": "lines+markers", "name": "total time (ms)", "yaxis": "y2",
                       "x": labels, "y": [b["total_us"] / 1e3 for b in bins], "marker": {"color": "#f58518"}}],
             "layout": _layout(title, "self time" if what == "ops" else "duration", "count",
+                              margin={"l": 60, "r": 60, "t": 40, "b": 90}, xaxis={"tickangle": -45},
                               yaxis2={"title": {"text": "ms"}, "overlaying": "y", "side": "right"})}
 
 
