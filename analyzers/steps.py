@@ -16,6 +16,7 @@ ALL_PHASES = PHASES + ("other",)
 PRIORITY = {"allreduce": 6, "h2d": 5, "dataloader": 4, "optimizer": 3, "backward": 2, "forward": 1}
 STEP_MARK = "@step"
 BACKWARD_MARK = "@backward"
+TRACE_BEGIN, TRACE_END = "@trace-begin", "@trace-end"   # op-level tracing window (profiler on)
 GPU_PREFIX = "gpu:"
 
 
@@ -25,6 +26,7 @@ class Step:
     start_ns: int
     end_ns: int
     phases_ns: dict = field(default_factory=dict)
+    traced: bool = False      # overlaps the op-level tracing window: profiler overhead, kept out of statistics
 
     @property
     def duration_ns(self) -> int:
@@ -101,7 +103,24 @@ def build_steps(records) -> tuple[list[Step], dict]:
         if b <= a:
             continue
         steps.append(Step(len(steps), a, b, attribute(intervals, a, b)))
+    mark_traced(steps, trace_windows(marks))
     return steps, info
+
+
+def trace_windows(marks: list) -> list[tuple[int, float]]:
+    """(begin, end) of each tracing window; a window never closed (run killed inside it) runs to the end."""
+    begins = sorted(t for name, t in marks if name == TRACE_BEGIN)
+    ends = sorted(t for name, t in marks if name == TRACE_END)
+    out = []
+    for b in begins:
+        e = next((t for t in ends if t >= b), float("inf"))
+        out.append((b, e))
+    return out
+
+
+def mark_traced(steps: list[Step], windows: list) -> None:
+    for s in steps:
+        s.traced = any(s.end_ns > b and s.start_ns < e for b, e in windows)
 
 
 def phase_share(steps: list[Step]) -> dict:
@@ -125,5 +144,8 @@ def step_time_stats(steps: list[Step]) -> dict:
 
 
 def steady_steps(steps: list[Step], warmup: int) -> list[Step]:
-    """Steps after warm-up (all of them when too few remain)."""
-    return steps[warmup:] if len(steps) > warmup + 1 else steps
+    """Steps after warm-up and outside the tracing window (all of them when too few remain; traced steps only
+    when nothing else is left, which the summary flags)."""
+    kept = steps[warmup:] if len(steps) > warmup + 1 else steps
+    untraced = [s for s in kept if not s.traced]
+    return untraced if untraced else kept

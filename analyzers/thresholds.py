@@ -52,3 +52,18 @@ STRAGGLER_SKEW_SHARE = 0.15
 STRAGGLER_EXPLAINED = 0.5
 # A slow rank whose batches are this much larger than the others' is "data imbalance", not "its compute".
 DATA_IMBALANCE = 0.10
+# -- op-level launch analysis (analyzers/launch.py) ---------------------------------------------------------
+# CPU: an op whose own (self) time is below this is dispatch-dominated: on a CPU, framework overhead per op is a
+# few microseconds, so below ~20 µs the op's arithmetic no longer dominates its cost.
+TINY_OP_SELF_US = 20.0
+# "Hundreds of tiny ops per step": fewer ops than this per step cannot make a run launch-bound.
+LAUNCH_MIN_OPS_PER_STEP = 100
+# GPU: share of the kernel span the device sits idle waiting for the host to launch work. XProf's overview grades
+# "kernel launch" time at 3% (moderate) and 15% (high) of the step.
+GPU_LAUNCH_MODERATE = 0.03
+GPU_LAUNCH_HIGH = 0.15
+# ... and it is launch-bound only when short kernels dominate: HTA calls a kernel short when it runs for less
+# time than the CPU took to launch it.
+SHORT_KERNEL_FRACTION = 0.5
+# HTA's idle-time breakdown: a gap between consecutive kernels below this (trace µs) is kernel-launch wait.
+CONSECUTIVE_KERNEL_DELAY_US = 30

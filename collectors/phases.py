@@ -62,6 +62,9 @@ class PhaseRecorder:
         self._fwd_event = self._opt_event = None
         self._opt_start = 0
         self._busy_clock = ThreadBusyClock()
+        # Called with the number of completed optimizer steps after each one (e.g. the tracing window); a
+        # callback must not raise.
+        self.step_callbacks: list[Callable[[int], None]] = []
 
     # -- hooks ----------------------------------------------------------------------------------------
     def _gpu_begin(self):
@@ -107,6 +110,8 @@ class PhaseRecorder:
         self.steps += 1
         if self.steps == NARROW_AFTER_STEPS and self._global_hooks:
             self._narrow()
+        for callback in self.step_callbacks:
+            callback(self.steps)
         if self.max_steps is not None and self.steps >= self.max_steps:
             raise StepLimitReached(self.steps)
 

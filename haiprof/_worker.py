@@ -26,7 +26,7 @@ RANK_ENV = ("RANK", "LOCAL_RANK", "WORLD_SIZE", "LOCAL_WORLD_SIZE", "GROUP_RANK"
 
 def parse(argv: list[str]) -> tuple[dict, list[str]]:
     """Our options up to `--`; `--local-rank=N` (torchrun without --use-env) belongs to the user's script."""
-    opts = {"run_dir": None, "steps": None, "sample_interval": session.SAMPLE_INTERVAL_S}
+    opts = {"run_dir": None, "steps": None, "sample_interval": session.SAMPLE_INTERVAL_S, "trace_steps": "3"}
     passthrough = []
     i = 0
     while i < len(argv):
@@ -36,7 +36,7 @@ def parse(argv: list[str]) -> tuple[dict, list[str]]:
             break
         if tok.startswith("--local-rank") or tok.startswith("--local_rank"):
             passthrough.append(tok)
-        elif tok in ("--run-dir", "--steps", "--sample-interval") and i + 1 < len(argv):
+        elif tok in ("--run-dir", "--steps", "--sample-interval", "--trace-steps") and i + 1 < len(argv):
             key = tok[2:].replace("-", "_")
             opts[key] = argv[i + 1]
             i += 1
@@ -70,9 +70,6 @@ def rank_meta(env=None) -> dict:
 
 
 def main(argv: list[str]) -> int:
-    from haiprof.collectors.ddp_comm import DDPCommObserver
-    from haiprof.collectors.phases import PhaseRecorder, StepLimitReached
-
     opts, target = parse(argv)
     module = target[1] if target[0] == "-m" else None
     script = None if module else target[0]
@@ -84,42 +81,20 @@ def main(argv: list[str]) -> int:
     run_dir = RunDir.create(run_root / rank_dir_name(rank))
     target_name = Path(script.rstrip("/")).stem if script else module.split(".")[-1]
     ropts = session.RunOptions(script=script, module=module, args=args, steps=steps,
-                               sample_interval_s=float(opts["sample_interval"]))
+                               sample_interval_s=float(opts["sample_interval"]),
+                               trace_steps=int(opts["trace_steps"]))
     gather = RankGather(run_root, rank, world)
     meta = session.collect_meta(ropts, target_name)
     meta.update(info, distributed_rank=True, gather_token=gather.token)
     run_dir.write_meta(meta)
     gather.start()
-    sidecar = session.start_sidecar(run_dir, ropts.sample_interval_s)
-    appender = run_dir.phase_appender().start()
-    recorder = PhaseRecorder(appender.append, max_steps=steps)
-    ddp = DDPCommObserver(appender.append)
-    for name, collector in (("phases", recorder), ("ddp", ddp)):
-        try:
-            collector.install()
-        except Exception as e:  # hooks unavailable in this torch: still run the script, say why
-            run_dir.record_status(name, False, f"hooks could not be installed: {type(e).__name__}: {e}")
     if gather.reason:
         run_dir.record_status("gather", False, gather.reason)
-    outcome = None
-    try:
-        outcome = launcher.run(script, args, module, step_limit_exc=StepLimitReached)
-    finally:
-        ddp.uninstall()
-        recorder.uninstall()
-        appender.close()
-        session.stop_sidecar(sidecar)
-        if outcome is None:
-            outcome = launcher.Outcome(1, "exception", error="haiprof interrupted")
-        run_dir.update_meta(end_time=time.time(), end_monotonic_ns=time.monotonic_ns(),
-                            exit_code=outcome.exit_code, how=outcome.how, error=outcome.error, steps_limit=steps)
+
+    def on_exit(run_dir: RunDir, outcome) -> None:
         _finish_rank(run_dir, gather, rank, world, terminating=outcome.how == "sigterm")
-    if outcome.reraise_signal is not None:
-        sys.stdout.flush()
-        sys.stderr.flush()
-        signal.signal(outcome.reraise_signal, signal.SIG_DFL)
-        os.kill(os.getpid(), outcome.reraise_signal)
-    return outcome.exit_code
+
+    return session.profile_target(run_dir, ropts, on_exit)
 
 
 def _finish_rank(run_dir: RunDir, gather: RankGather, rank: int, world: int, terminating: bool) -> None:

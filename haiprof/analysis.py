@@ -33,9 +33,13 @@ def analyze(run_dir: RunDir, extra_findings: list | None = None) -> RunData:
     steady = step_analysis.steady_steps(all_steps, T.WARMUP_STEPS)
     share = step_analysis.phase_share(steady)
     stats = step_analysis.step_time_stats(steady)
+    kept = {id(st) for st in steady}
+    traced_excluded = sum(1 for st in all_steps if st.traced and id(st) not in kept)
     n = len(all_steps)
     findings = verdict.phase_findings(share, len(steady), stats["median"]) if n else []
     findings += list(extra_findings or [])
+    op_trace = launch_analysis(run_dir)              # op-level trace of the tracing window, if any
+    findings += op_trace.pop("findings", []) if op_trace else []
     samples = {name: run_dir.read_samples(name) for name in run_dir.sample_collectors()}
     status = run_dir.read_status()
     # -- hardware collectors: GPU, links, NUMA, disks, energy; input-bound split (haiprof/hw_analysis.py) --
@@ -52,7 +56,10 @@ def analyze(run_dir: RunDir, extra_findings: list | None = None) -> RunData:
         "phase_share": {k: round(v, 6) for k, v in share.items()},
         "steps": n,
         "steps_analyzed": len(steady),
-        "warmup_steps_excluded": n - len(steady),
+        "warmup_steps_excluded": n - len(steady) - traced_excluded,
+        "traced_steps_excluded": traced_excluded,     # steps the profiler window touched
+        "traced_steps_included": any(st.traced for st in steady),   # nothing else was left to measure
+        "launch": op_trace,
         "step_time_s": stats,
         "step_detection": step_info,
         "exit_code": exit_code,
@@ -70,3 +77,27 @@ def analyze(run_dir: RunDir, extra_findings: list | None = None) -> RunData:
             "evidence": {"last_flush": "≤ 1 s before the end"}, "fixes": []})
     timelines = {"system": utilization.system_timelines(samples.get("system", [])), "hardware": hw["timelines"]}
     return RunData(run_dir, meta, summary, all_steps, samples, status, timelines)
+
+
+# -- op-level trace: launch analysis -----------------------------------------------------------------------------
+TRACE_FILES = ("trace.json.gz", "trace.json")   # compressed at the end of the run; raw if it was killed before
+
+
+def launch_analysis(run_dir: RunDir) -> dict | None:
+    """Launch-bound statistics and findings from the run's trace (None without one; an unreadable trace is a
+    reason, never a failed report)."""
+    from haiprof.analyzers import launch
+
+    from .kineto_events import TraceError, load_events
+
+    path = next((run_dir.file(n) for n in TRACE_FILES if run_dir.file(n).is_file()), None)
+    if path is None:
+        return None
+    try:
+        events = load_events(path)
+        whole = events.attrs.get("metadata", {}).get("haiprof_traced_steps")
+        out = launch.analyze_events(events, whole_steps=int(whole) if str(whole).isdigit() else None)
+    except TraceError as e:
+        return {"trace": path.name, "error": str(e), "findings": []}
+    out["trace"] = path.name
+    return out

@@ -60,6 +60,9 @@ def _run_parser() -> argparse.ArgumentParser:
                    help="system sampling interval in seconds, jittered ±20%% (default 0.5)")
     from . import distributed  # --nproc-per-node & co. (issue 5)
     distributed.add_options(p)
+    p.add_argument("--trace-steps", type=int, default=3, metavar="N",
+                   help="trace N steps op by op with torch.profiler after warm-up, saved as trace.json.gz and "
+                        "left out of the step statistics (default 3; 0 disables)")
     return p
 
 
@@ -91,9 +94,12 @@ def cmd_run(argv: list[str]) -> int:
         raise UserError("--steps must be at least 1")
     if ns.sample_interval <= 0:
         raise UserError("--sample-interval must be positive")
+    if ns.trace_steps < 0:
+        raise UserError("--trace-steps must be 0 (off) or more")
     from .session import RunOptions, run
     opts = RunOptions(script=script, module=module, args=args, out=ns.out, steps=ns.steps, quiet=ns.quiet,
-                      sample_interval_s=ns.sample_interval, haiprof_argv=list(argv))
+                      sample_interval_s=ns.sample_interval, haiprof_argv=list(argv),
+                      trace_steps=ns.trace_steps)
     return run(opts)
 
 

@@ -76,7 +76,7 @@ def _user_error(msg: str):
     return UserError(msg)
 
 
-def rewrite(argv: list[str], run_dir: Path, steps, sample_interval: float):
+def rewrite(argv: list[str], run_dir: Path, steps, sample_interval: float, trace_steps: int = 3):
     """Parse with torchrun's parser; swap the training target for the per-rank entry point."""
     from torch.distributed import run as tdr
     try:
@@ -88,7 +88,8 @@ def rewrite(argv: list[str], run_dir: Path, steps, sample_interval: float):
     user = (["-m", args.training_script] if args.module else [args.training_script]) + list(args.training_script_args)
     script, module = (None, user[1]) if args.module else (user[0], None)
     launcher._check_target(script, module)   # a bad target fails here, once, not once per rank
-    ours = ["--run-dir", str(run_dir.resolve()), "--sample-interval", str(sample_interval)]
+    ours = ["--run-dir", str(run_dir.resolve()), "--sample-interval", str(sample_interval),
+            "--trace-steps", str(trace_steps)]
     if steps:
         ours += ["--steps", str(steps)]
     args.module, args.run_path = True, False
@@ -112,10 +113,10 @@ def run_job(ns, target: list[str], haiprof_argv: list[str]) -> int:
 
     launch_argv = torchrun_argv(ns, target)
     probe_dir = Path(ns.out) if ns.out else None
-    args, user = rewrite(launch_argv, probe_dir or Path("."), ns.steps, ns.sample_interval)
+    args, user = rewrite(launch_argv, probe_dir or Path("."), ns.steps, ns.sample_interval, ns.trace_steps)
     target_name = Path(user[0]).stem if user[0] != "-m" else user[1].split(".")[-1]
     run_dir = RunDir.create(probe_dir or default_out_dir(target_name))
-    args, user = rewrite(launch_argv, run_dir.path, ns.steps, ns.sample_interval)
+    args, user = rewrite(launch_argv, run_dir.path, ns.steps, ns.sample_interval, ns.trace_steps)
     run_dir.write_meta(job_meta(ns, haiprof_argv, launch_argv, user, target_name))
     failures, code, how = _launch(args)
     run_dir.update_meta(end_time=time.time(), exit_code=code, how=how, failures=failures,

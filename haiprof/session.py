@@ -15,6 +15,7 @@ import sys
 import time
 from dataclasses import dataclass, field
 from pathlib import Path
+from typing import Callable
 
 from . import __version__, launcher
 from .rundir import RunDir
@@ -32,6 +33,7 @@ class RunOptions:
     quiet: bool = False
     sample_interval_s: float = SAMPLE_INTERVAL_S
     haiprof_argv: list = field(default_factory=list)
+    trace_steps: int = 3          # op-level tracing window (torch.profiler); 0 disables it
 
 
 def default_out_dir(target_name: str) -> Path:
@@ -108,8 +110,6 @@ def stop_sidecar(proc) -> None:
 
 def run(opts: RunOptions) -> int:
     """Run the target under the collectors; return the exit code python would have returned."""
-    from haiprof.collectors.phases import PhaseRecorder, StepLimitReached
-
     t_setup = time.perf_counter()
     target = opts.module or opts.script
     target_name = Path(target.rstrip("/")).stem if opts.script else opts.module.split(".")[-1]
@@ -119,22 +119,53 @@ def run(opts: RunOptions) -> int:
     import torch  # noqa: F401  (the script imports it anyway; timed apart from our own set-up)
     t_torch = time.perf_counter() - t_torch
     run_dir.write_meta(collect_meta(opts, target_name))
+    setup_s = time.perf_counter() - t_setup - t_torch
+
+    def on_exit(run_dir: RunDir, outcome) -> None:
+        t_teardown = time.perf_counter()
+        finish(run_dir, quiet=opts.quiet)
+        # haiprof's own cost, for the overhead benchmark: set-up (torch import excluded) and teardown.
+        run_dir.update_meta(overhead_s={"setup": round(setup_s, 4), "torch_import": round(t_torch, 4),
+                                        "teardown": round(time.perf_counter() - t_teardown, 4)})
+
+    return profile_target(run_dir, opts, on_exit)
+
+
+def _install(run_dir: RunDir, name: str, collector) -> bool:
+    try:
+        collector.install()
+        return True
+    except Exception as e:  # hooks unavailable in this torch: still run the script, say why
+        run_dir.record_status(name, False, f"hooks could not be installed: {type(e).__name__}: {e}")
+        return False
+
+
+def profile_target(run_dir: RunDir, opts: RunOptions, on_exit: Callable) -> int:
+    """Run opts' target under every in-process collector and the side sampler, then `on_exit(run_dir, outcome)`.
+
+    Shared by `haiprof run` and each rank of a distributed job (haiprof/_worker.py). Whatever happens to the
+    script, the collectors are removed, the data flushed and the outcome recorded in meta.json before on_exit.
+    """
+    from haiprof.collectors.ddp_comm import DDPCommObserver
+    from haiprof.collectors.phases import PhaseRecorder, StepLimitReached
+    from haiprof.collectors.trace_window import TraceWindow
+
     sidecar = start_sidecar(run_dir, opts.sample_interval_s)
     appender = run_dir.phase_appender().start()
     recorder = PhaseRecorder(appender.append, max_steps=opts.steps)
-    try:
-        recorder.install()
-        hooks_ok = True
-    except Exception as e:  # hooks unavailable in this torch: still run the script, say why
-        hooks_ok = False
-        run_dir.record_status("phases", False, f"hooks could not be installed: {type(e).__name__}: {e}")
+    ddp = DDPCommObserver(appender.append)     # DDP gradient sync, read-only (no comm hook)
+    hooks_ok = _install(run_dir, "phases", recorder)
+    _install(run_dir, "ddp", ddp)
+    # Op-level tracing window: a few steps after warm-up, driven by the optimizer-step hook.
+    window = TraceWindow(run_dir.path, appender.append, run_dir.record_status, active_steps=opts.trace_steps)
+    recorder.step_callbacks.append(window.on_step)
     outcome = None
-    t_setup = time.perf_counter() - t_setup - t_torch
     try:
         outcome = launcher.run(opts.script, opts.args, opts.module, step_limit_exc=StepLimitReached)
     finally:
-        t_teardown = time.perf_counter()
+        ddp.uninstall()
         recorder.uninstall()
+        window.close()      # before appender.close(): it writes the window's end mark
         appender.close()
         if hooks_ok:
             roots = recorder.narrowed_to
@@ -146,10 +177,7 @@ def run(opts: RunOptions) -> int:
         run_dir.update_meta(end_time=time.time(), end_monotonic_ns=time.monotonic_ns(),
                             exit_code=outcome.exit_code, how=outcome.how, error=outcome.error,
                             steps_limit=opts.steps)
-        finish(run_dir, quiet=opts.quiet)
-        # haiprof's own cost, for the overhead benchmark: set-up (torch import excluded) and teardown.
-        run_dir.update_meta(overhead_s={"setup": round(t_setup, 4), "torch_import": round(t_torch, 4),
-                                        "teardown": round(time.perf_counter() - t_teardown, 4)})
+        on_exit(run_dir, outcome)
     if outcome.reraise_signal is not None:
         # Die of the same signal, as python would, so the parent sees the same status.
         sys.stdout.flush()

@@ -22,7 +22,7 @@ def _layout(title: str, ytitle: str, **extra) -> dict:
     return layout
 
 
-def step_chart(steps, warmup: int, phases) -> dict:
+def step_chart(steps, warmup: int, phases, traced=()) -> dict:
     """Stacked bar per step (ms per phase); long runs are binned so the chart stays small."""
     n = len(steps)
     bin_size = max(1, -(-n // MAX_BARS))
@@ -39,6 +39,9 @@ def step_chart(steps, warmup: int, phases) -> dict:
     if warmup and n > warmup:
         shapes.append({"type": "rect", "xref": "x", "yref": "paper", "x0": -0.5, "x1": warmup - 0.5,
                        "y0": 0, "y1": 1, "fillcolor": "#999", "opacity": 0.15, "line": {"width": 0}})
+    for i in traced:  # steps of the op-level tracing window: profiler overhead, not in the statistics
+        shapes.append({"type": "rect", "xref": "x", "yref": "paper", "x0": i - 0.5, "x1": i + 0.5,
+                       "y0": 0, "y1": 1, "fillcolor": "#f58518", "opacity": 0.12, "line": {"width": 0}})
     return {"data": traces, "layout": _layout(title, "ms", barmode="stack", shapes=shapes,
                                                xaxis={"title": {"text": "step"}})}
 

@@ -12,6 +12,7 @@ import shlex
 from pathlib import Path
 
 from . import charts, hardware
+from .ops import section_ops   # op-level trace panel (tracing window)
 from .ranks import section_ranks  # distributed runs (issue 5)
 
 PHASES = ("dataloader", "h2d", "forward", "backward", "optimizer", "allreduce", "other")
@@ -66,11 +67,13 @@ def section_phases(d, figs):
     if not d.steps:
         return '<section><h3>Phases</h3><p>No training steps were detected, so there is no phase breakdown.</p></section>'
     figs["share"] = charts.share_chart(s["phase_share"])
-    figs["steps"] = charts.step_chart(d.steps, s.get("warmup_steps_excluded", 0), PHASES)
+    figs["steps"] = charts.step_chart(d.steps, s.get("warmup_steps_excluded", 0), PHASES,
+                                      traced=[st.index for st in d.steps if st.traced])
     rows = "".join(f"<tr><td>{p}</td><td>{100 * s['phase_share'][p]:.1f}%</td></tr>" for p in PHASES)
     note = ""
-    if s.get("warmup_steps_excluded"):
-        note = f"<p class='note'>Shares exclude {s['warmup_steps_excluded']} warm-up step(s) (shaded).</p>"
+    if s.get("warmup_steps_excluded") or s.get("traced_steps_excluded"):
+        note = (f"<p class='note'>Shares exclude {s.get('warmup_steps_excluded', 0)} warm-up step(s) and "
+                f"{s.get('traced_steps_excluded', 0)} step(s) of the op-level tracing window (shaded).</p>")
     return (f'<section id="phases"><h3>Phases</h3><div class="row"><div class="chart" id="fig-share"></div>'
             f'<table class="kv">{rows}</table></div>{note}<div class="chart" id="fig-steps"></div></section>')
 
@@ -125,9 +128,8 @@ def section_meta(d, figs):
     return f'<section id="meta"><h3>Run</h3><table class="grid">{rows}</table></section>'
 
 
-SECTIONS = [section_verdict, section_findings, section_ranks, section_phases, section_utilization, section_collectors,
-            section_meta]
-SECTIONS.insert(SECTIONS.index(section_utilization) + 1, hardware.section_hardware)  # GPU/IB/NUMA/disk/energy
+SECTIONS = [section_verdict, section_findings, section_ranks, section_phases, section_ops, section_utilization,
+            hardware.section_hardware, section_collectors, section_meta]
 
 CSS = """
 body{font-family:system-ui,-apple-system,Segoe UI,Roboto,sans-serif;margin:0 auto;max-width:1100px;padding:16px;color:#222}

@@ -1,0 +1,190 @@
+"""Bounded op-level tracing: torch.profiler (Kineto) on for a few optimizer steps after warm-up, off otherwise.
+
+Driven from the phase recorder's step callback: after `warmup_steps` optimizer steps the profiler starts with one
+Kineto warm-up step (CUPTI initialisation stays out of the recorded steps), records `active_steps` steps, each
+annotated `ProfilerStep#k`, and stops. The window is bracketed in phases.jsonl by "@trace-begin" / "@trace-end"
+marks taken around everything the profiler costs (start, export), so the step analysis can drop exactly the steps
+it touched. The raw trace is written at the end of the window and compressed only when the run is over, so
+compression never competes with training.
+
+Nothing here may break the run: every profiler error ends the window and leaves a reason in status.jsonl.
+"""
+from __future__ import annotations
+
+import contextlib
+import gzip
+import os
+import shutil
+import sys
+import time
+from pathlib import Path
+from typing import Callable
+
+TRACE_BEGIN = "@trace-begin"
+TRACE_END = "@trace-end"
+RAW_NAME = "trace.json"
+TRACE_NAME = "trace.json.gz"
+LOG_NAME = "kineto.log"
+NAME = "trace"
+STEPS_KEY = "haiprof_traced_steps"   # trace metadata: how many ProfilerSteps are whole steps
+GZIP_LEVEL = 6   # ~10x smaller than the JSON at a fraction of level 9's time
+
+
+@contextlib.contextmanager
+def _stderr_to(path: Path):
+    """Kineto prints start/stop lines straight to fd 2: route them to a log file in the run directory while our
+    own profiler calls run, so the script's stderr carries only the script's output."""
+    try:
+        sys.stderr.flush()
+        saved = os.dup(2)
+    except (OSError, ValueError):
+        yield
+        return
+    try:
+        fd = os.open(path, os.O_WRONLY | os.O_CREAT | os.O_APPEND, 0o644)
+        os.dup2(fd, 2)
+        os.close(fd)
+    except OSError:
+        os.close(saved)
+        yield
+        return
+    try:
+        yield
+    finally:
+        os.dup2(saved, 2)
+        os.close(saved)
+
+
+class TraceWindow:
+    """`on_step(n)` after every optimizer step (n = steps completed); `close()` once the script has ended."""
+
+    def __init__(self, out_dir, append: Callable, record_status: Callable, warmup_steps: int = 2,
+                 active_steps: int = 3, clock=time.monotonic_ns):
+        self.out_dir = Path(out_dir)
+        self._append = append
+        self._status = record_status
+        self.warmup_steps = max(1, warmup_steps)
+        self.active_steps = active_steps
+        self._clock = clock
+        self._prof = None
+        self._start_step = None
+        self._done = active_steps <= 0
+        self._steps_seen = 0
+        self.reason = None
+        if self._done:
+            self._status(NAME, False, "op-level tracing disabled (--trace-steps 0)")
+
+    # -- driven by the phase recorder ---------------------------------------------------------------------
+    def on_step(self, completed: int) -> None:
+        self._steps_seen = completed
+        if self._done:
+            return
+        try:
+            if self._prof is None:
+                if completed >= self.warmup_steps:
+                    self._start(completed)
+                return
+            with _stderr_to(self.out_dir / LOG_NAME):
+                self._prof.step()
+            if completed >= self._start_step + 1 + self.active_steps:
+                self._finish()
+        except Exception as e:  # the profiler failing must never reach the training loop
+            self._fail(e)
+
+    def _start(self, completed: int) -> None:
+        import torch
+        from torch.profiler import ProfilerActivity, profile, schedule
+
+        if torch._C._autograd._profiler_enabled():
+            self._done = True
+            self._status(NAME, False, "the script runs its own torch.profiler: haiprof's tracing window skipped")
+            return
+        activities = [ProfilerActivity.CPU]
+        # Trace the GPU only once the script has initialised CUDA itself: never create a context for it.
+        if torch.cuda.is_available() and torch.cuda.is_initialized():
+            activities.append(ProfilerActivity.CUDA)
+        begin = self._clock()
+        prof = profile(activities=activities, on_trace_ready=self._export,
+                       schedule=schedule(wait=0, warmup=1, active=self.active_steps, repeat=1))
+        with _stderr_to(self.out_dir / LOG_NAME):
+            prof.start()
+        self._prof, self._start_step = prof, completed
+        self._append((TRACE_BEGIN, begin, begin))
+        devices = "+".join(a.name for a in activities)
+        self._status(NAME, True, f"tracing {self.active_steps} step(s) ({devices}) after {completed} step(s); "
+                                 "window in progress")
+
+    def _export(self, prof) -> None:
+        # Called by torch.profiler when the recorded steps are over (or at stop()); raw JSON now, gzip at close.
+        prof.add_metadata(STEPS_KEY, str(self.traced_steps()))
+        prof.export_chrome_trace(str(self.out_dir / RAW_NAME))
+
+    def _finish(self) -> None:
+        prof, self._prof, self._done = self._prof, None, True
+        try:
+            if prof is not None:
+                # Inside the window this stops Kineto and exports what was recorded (a partial window); after
+                # the last recorded step (already exported) it only closes the step annotation. A partial window
+                # also holds the step the run ended in, unfinished: the metadata says how many are whole.
+                prof.add_metadata(STEPS_KEY, str(self.traced_steps()))
+                with _stderr_to(self.out_dir / LOG_NAME):
+                    prof.__exit__(None, None, None)
+        finally:
+            end = self._clock()
+            self._append((TRACE_END, end, end))
+
+    def _fail(self, e: BaseException) -> None:
+        self.reason = f"profiler failed: {type(e).__name__}: {e}"[:500]
+        try:
+            self._finish()
+        except Exception as e2:  # stopping a broken profiler may fail too; the first error is the reason
+            self.reason += f" (stop also failed: {type(e2).__name__})"
+        self._status(NAME, False, self.reason)
+
+    # -- end of run ---------------------------------------------------------------------------------------
+    def traced_steps(self) -> int:
+        """Optimizer steps recorded (the Kineto warm-up step is not)."""
+        if self._start_step is None:
+            return 0
+        return max(0, min(self.active_steps, self._steps_seen - self._start_step - 1))
+
+    def close(self) -> None:
+        """Stop a window the run ended inside, compress the trace, record how it went. Never raises."""
+        if self.active_steps <= 0:
+            return
+        try:
+            if self._prof is not None:
+                self._finish()
+            if self.reason is not None:
+                return
+            if self._start_step is None:
+                if not self._done:
+                    self._status(NAME, False, f"the run ended after {self._steps_seen} optimizer step(s), before "
+                                              f"the tracing window (it starts after {self.warmup_steps})")
+                return
+            raw = self.out_dir / RAW_NAME
+            if not raw.is_file():
+                why = ("the run ended during the profiler's warm-up step" if self.traced_steps() == 0
+                       else f"torch.profiler wrote no {RAW_NAME} (its messages are in {LOG_NAME})")
+                self._status(NAME, False, f"no trace: {why}")
+                return
+            n = self.traced_steps()
+            if n == 0:
+                raw.unlink()
+                self._status(NAME, False, "the run ended before a full step was traced (no trace kept)")
+                return
+            size = self._compress(raw)
+            partial = "" if n >= self.active_steps else f" (partial: the run ended after {n} of {self.active_steps})"
+            self._status(NAME, True, f"{n} step(s) traced after {self._start_step} step(s) + 1 profiler warm-up "
+                                     f"step{partial}: {TRACE_NAME}, {size / 2**20:.1f} MiB")
+        except Exception as e:
+            self._status(NAME, False, f"trace could not be saved: {type(e).__name__}: {e}"[:500])
+
+    def _compress(self, raw: Path) -> int:
+        out = self.out_dir / TRACE_NAME
+        tmp = out.with_name("." + out.name + ".tmp")
+        with open(raw, "rb") as fin, gzip.open(tmp, "wb", compresslevel=GZIP_LEVEL) as fout:
+            shutil.copyfileobj(fin, fout, 1 << 20)
+        os.replace(tmp, out)
+        raw.unlink()
+        return out.stat().st_size

@@ -1,0 +1,52 @@
+"""A launch-bound training job: a deep stack of tiny layers on small tensors.
+
+Each step runs hundreds of framework ops (linear, layer-norm, activations, residual adds) whose arithmetic takes
+less time than dispatching them, so the step is framework overhead rather than compute. Plain PyTorch, no
+haiprof import. `haiprof run examples/launch_bound.py` should call it launch-bound.
+"""
+import argparse
+
+import torch
+from torch import nn
+from torch.utils.data import DataLoader, TensorDataset
+
+
+class TinyBlock(nn.Module):
+    """A residual block on a handful of features: a few microseconds of math, a dozen ops of dispatch."""
+
+    def __init__(self, width):
+        super().__init__()
+        self.norm = nn.LayerNorm(width)
+        self.fc = nn.Linear(width, width)
+
+    def forward(self, x):
+        return x + torch.tanh(self.fc(self.norm(x))) * 0.5
+
+
+def main():
+    ap = argparse.ArgumentParser()
+    ap.add_argument("--steps", type=int, default=40)
+    ap.add_argument("--batch-size", type=int, default=8)
+    ap.add_argument("--width", type=int, default=16)
+    ap.add_argument("--depth", type=int, default=48)
+    ap.add_argument("--seed", type=int, default=0)
+    args = ap.parse_args()
+    torch.manual_seed(args.seed)
+    torch.set_num_threads(1)  # tiny tensors: threads only add synchronisation
+    x = torch.randn(args.steps * args.batch_size, args.width)
+    y = torch.randint(0, 4, (args.steps * args.batch_size,))
+    loader = DataLoader(TensorDataset(x, y), batch_size=args.batch_size, shuffle=True)
+    model = nn.Sequential(*[TinyBlock(args.width) for _ in range(args.depth)], nn.Linear(args.width, 4))
+    # A per-parameter (foreach=False) optimizer: one small update per tensor, as in many older training loops.
+    opt = torch.optim.Adam(model.parameters(), lr=1e-3, foreach=False)
+    loss_fn = nn.CrossEntropyLoss()
+    for step, (xb, yb) in enumerate(loader):
+        opt.zero_grad()
+        loss = loss_fn(model(xb), yb)
+        loss.backward()
+        opt.step()
+        print(f"step {step} loss {loss.item():.6f}")
+
+
+if __name__ == "__main__":
+    main()

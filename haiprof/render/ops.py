@@ -1,0 +1,118 @@
+"""Report panel for the op-level trace: ops per step, op self-time distribution, tiny vs compute-heavy share,
+the top ops and, on GPU traces, kernels and GPU idle time. Every name from the trace is escaped."""
+from __future__ import annotations
+
+import html
+
+from . import charts
+
+SHARE_PARTS = (  # (summary key, label, colour); they add up to the traced step
+    ("heavy_share", "compute-heavy ops (matmul/conv/attention)", "#4c78a8"),
+    ("other_op_share", "other ops (not tiny)", "#72b7b2"),
+    ("dataloader_share", "waiting for input (DataLoader)", "#e45756"),
+    ("framework_share", "framework overhead (tiny ops + Python between ops)", "#f58518"),
+)
+
+
+def _esc(x) -> str:
+    return html.escape("" if x is None else str(x), quote=True)
+
+
+def _layout(title: str, xtitle: str, ytitle: str, **extra) -> dict:
+    layout = {"title": {"text": charts.safe_text(title)}, "height": 300, "template": None,
+              "margin": {"l": 60, "r": 20, "t": 40, "b": 50}, "xaxis": {"title": {"text": xtitle}},
+              "yaxis": {"title": {"text": ytitle}}, "legend": {"orientation": "h"}}
+    layout.update(extra)
+    return layout
+
+
+def _bin_label(b: dict) -> str:
+    return f"≥ {b['lo_us']:g} µs" if b["hi_us"] is None else f"{b['lo_us']:g}–{b['hi_us']:g} µs"
+
+
+def histogram_chart(bins: list, title: str, what: str) -> dict:
+    """Count and total time per duration bin: many cheap ops and a few expensive ones read differently."""
+    bins = [b for b in bins if b["count"]]
+    labels = [_bin_label(b) for b in bins]
+    return {"data": [{"type": "bar", "name": f"{what} (count)", "x": labels, "y": [b["count"] for b in bins],
+                      "marker": {"color": "#9ecae9"}},
+                     {"type": "scatter", "mode": "lines+markers", "name": "total time (ms)", "yaxis": "y2",
+                      "x": labels, "y": [b["total_us"] / 1e3 for b in bins], "marker": {"color": "#f58518"}}],
+            "layout": _layout(title, "self time" if what == "ops" else "duration", "count",
+                              margin={"l": 60, "r": 60, "t": 40, "b": 90}, xaxis={"tickangle": -45},
+                              yaxis2={"title": {"text": "ms"}, "overlaying": "y", "side": "right"})}
+
+
+def share_chart(cpu: dict) -> dict:
+    parts = [(label, 100 * cpu.get(key, 0.0), colour) for key, label, colour in SHARE_PARTS]
+    return {"data": [{"type": "bar", "orientation": "h", "name": label, "y": ["traced step"], "x": [v],
+                      "marker": {"color": colour}, "text": [f"{v:.0f}%"], "textposition": "inside"}
+                     for label, v, colour in parts],
+            "layout": _layout("Where the traced steps go (median over steps)", "% of step", "", height=200,
+                              barmode="stack", xaxis={"range": [0, 100], "title": {"text": "% of step"}})}
+
+
+def ops_per_step_chart(counts: list) -> dict:
+    return {"data": [{"type": "bar", "x": [f"traced step {i + 1}" for i in range(len(counts))], "y": counts,
+                      "marker": {"color": "#4c78a8"}}],
+            "layout": _layout("Ops per traced step", "", "ops", height=240)}
+
+
+def _top_ops_table(top: list) -> str:
+    rows = "".join(
+        f"<tr><td><code>{_esc(o['name'])}</code></td><td>{_esc(o['kind'])}</td><td>{o['per_step']:.1f}</td>"
+        f"<td>{o['median_self_us']:.1f}</td><td>{o['total_ms']:.2f}</td><td>{100 * o['share']:.1f}%</td></tr>"
+        for o in top)
+    return ('<table class="grid" id="top-ops"><tr><th>op</th><th>kind</th><th>per step</th>'
+            '<th>median self µs</th><th>total self ms</th><th>share of traced steps</th></tr>' + rows + "</table>")
+
+
+def _gpu_html(g: dict, figs: dict) -> str:
+    figs["kernel-hist"] = histogram_chart(g["kernel_duration_histogram"], "Kernel durations", "kernels")
+    idle = g["idle_us"]
+    idle_total = sum(idle.values()) or 1.0
+    ls = g["launch_stats"]
+    short = "n/a" if g["short_kernel_fraction"] is None else f"{100 * g['short_kernel_fraction']:.0f}%"
+    facts = [("kernels per step", f"{g['kernels_per_step']:.0f} ({g['kernels']} kernels, {g['steps']} steps)"),
+             ("kernel duration", f"median {g['kernel_us_median']:.1f} µs, p90 {g['kernel_us_p90']:.1f} µs"),
+             ("kernels shorter than their launch call", short),
+             ("CPU launch time vs GPU kernel time",
+              f"{g['cpu_launch_us'] / 1e3:.2f} ms vs {g['gpu_kernel_us'] / 1e3:.2f} ms"),
+             ("GPU idle (share of kernel span)", f"{100 * g['idle_share']:.1f}%"),
+             ("idle split (HTA)", ", ".join(f"{k.replace('_', ' ')} {100 * v / idle_total:.0f}%"
+                                            for k, v in idle.items())),
+             ("launch delay (mean)", "n/a" if ls["mean_launch_delay"] is None
+              else f"{ls['mean_launch_delay']:.1f} µs over {ls['n']} launches")]
+    rows = "".join(f"<tr><td>{_esc(k)}</td><td>{_esc(v)}</td></tr>" for k, v in facts)
+    return f'<h4>GPU kernels</h4><table class="kv">{rows}</table><div class="chart" id="fig-kernel-hist"></div>'
+
+
+def section_ops(d, figs) -> str:
+    op = d.summary.get("launch")
+    status = d.status.get("trace") or {}
+    if not op:
+        why = status.get("reason") or "no trace was recorded"
+        return (f'<section id="ops"><h3>Op-level trace</h3>'
+                f'<p class="unavailable">Tracing window: {_esc(why)}</p></section>')
+    link = (f'<p class="note">Trace of the window: <a href="{_esc(op.get("trace"))}">{_esc(op.get("trace"))}</a> '
+            f'(opens in ui.perfetto.dev or chrome://tracing). {_esc(status.get("reason", ""))}. These steps are '
+            f'left out of the phase statistics above.</p>')
+    if op.get("error"):
+        return f'<section id="ops"><h3>Op-level trace</h3>{link}<p class="warn">{_esc(op["error"])}</p></section>'
+    parts = [link]
+    cpu, gpu = op.get("cpu"), op.get("gpu")
+    if cpu:
+        figs["op-share"] = share_chart(cpu)
+        figs["op-hist"] = histogram_chart(cpu["self_time_histogram"], "Op self-time distribution", "ops")
+        figs["ops-per-step"] = ops_per_step_chart(cpu["ops_per_step_by_step"])
+        parts.append(
+            f'<p class="facts">{cpu["ops_per_step"]:.0f} ops per step over {cpu["steps"]} traced step(s) '
+            f'(median step {cpu["step_ms_median"]:.1f} ms with the profiler on); median op self time '
+            f'{cpu["op_self_us_median"]:.1f} µs, p90 {cpu["op_self_us_p90"]:.1f} µs; tiny ops alone '
+            f'{100 * cpu["tiny_share"]:.0f}% of the step.</p>'
+            '<div class="chart" id="fig-op-share"></div><div class="row"><div class="chart" id="fig-op-hist"></div>'
+            '<div class="chart" id="fig-ops-per-step"></div></div><h4>Top ops by self time</h4>'
+            + _top_ops_table(cpu["top_ops"]))
+    if gpu:
+        parts.append(_gpu_html(gpu, figs))
+    return f'<section id="ops"><h3>Op-level trace</h3>{"".join(parts)}</section>'

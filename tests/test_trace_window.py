@@ -1,0 +1,122 @@
+"""`haiprof run`'s tracing window: a real torch.profiler trace of a few steps, left out of the statistics, and the
+launch/compute verdicts it supports on the bundled examples."""
+import gzip
+import json
+
+import pytest
+
+from conftest import EXAMPLES, SCRIPTS, load_summary, run_haiprof
+from haiprof.analyzers.steps import build_steps
+from haiprof.rundir import RunDir, iter_records
+
+
+def _trace_status(out):
+    return RunDir(out).read_status()["trace"]
+
+
+def _traced_indices(out):
+    steps, _ = build_steps(iter_records(RunDir(out).read_phase_records()))
+    return [s.index for s in steps if s.traced]
+
+
+@pytest.mark.slow
+def test_launch_bound_example_is_launch_and_trace_is_valid(tmp_path):
+    out = tmp_path / "lb"
+    r = run_haiprof("run", "--quiet", "--out", out, EXAMPLES / "launch_bound.py", "--steps", "12")
+    assert r.returncode == 0, r.stderr
+    assert r.stderr == ""                      # Kineto's own start/stop lines stay out of the script's stderr
+    s = load_summary(out)
+    assert s["bottleneck"] == "launch", s["headline"]
+    launch = next(f for f in s["findings"] if f["kind"] == "launch")
+    assert launch["severity"] == "high" and "compile" in launch["fixes"]
+    cpu = s["launch"]["cpu"]
+    assert cpu["steps"] == 3 and cpu["ops_per_step"] >= 500
+    assert cpu["framework_share"] > cpu["heavy_share"]
+    # The trace: gzip JSON with traceEvents and one ProfilerStep per traced step; it opens in Perfetto as is.
+    with gzip.open(out / "trace.json.gz", "rt") as f:
+        doc = json.load(f)
+    names = {e.get("name") for e in doc["traceEvents"]}
+    assert {"ProfilerStep#1", "ProfilerStep#2", "ProfilerStep#3"} <= names
+    assert not (out / "trace.json").exists()   # the raw export is gone once compressed
+    # Steps 2..6 (profiler warm-up, 3 recorded, export) are marked and left out of every statistic.
+    assert _traced_indices(out) == [2, 3, 4, 5, 6]
+    assert s["traced_steps_excluded"] == 5 and s["warmup_steps_excluded"] == 1
+    assert s["steps"] == 12 and s["steps_analyzed"] == 6 and not s["traced_steps_included"]
+    assert _trace_status(out)["available"] is True
+    html = (out / "report.html").read_text()
+    assert 'id="ops"' in html and "aten::" in html
+
+
+@pytest.mark.slow
+def test_compute_bound_example_is_compute(tmp_path):
+    out = tmp_path / "cb"
+    r = run_haiprof("run", "--quiet", "--out", out, EXAMPLES / "compute_bound.py", "--steps", "10",
+                    "--width", "512", "--batch-size", "64")
+    assert r.returncode == 0, r.stderr
+    s = load_summary(out)
+    assert s["bottleneck"] == "compute", s["headline"]
+    assert not [f for f in s["findings"] if f["kind"] == "launch" and f["severity"] == "high"]
+    cpu = s["launch"]["cpu"]
+    assert cpu["heavy_share"] > cpu["framework_share"] and cpu["framework_share"] < 0.30
+    assert (out / "trace.json.gz").is_file() and s["traced_steps_excluded"] == 5
+
+
+def test_trace_steps_zero_disables_the_window(tmp_path):
+    out = tmp_path / "off"
+    r = run_haiprof("run", "--quiet", "--trace-steps", "0", "--out", out, SCRIPTS / "seeded_train.py")
+    assert r.returncode == 0, r.stderr
+    s = load_summary(out)
+    assert not (out / "trace.json.gz").exists() and s["launch"] is None
+    assert s["traced_steps_excluded"] == 0 and _traced_indices(out) == []
+    st = _trace_status(out)
+    assert st["available"] is False and "disabled" in st["reason"]
+
+
+def test_profiler_numbers_do_not_change_training(tmp_path):
+    plain = run_haiprof("run", "--quiet", "--trace-steps", "0", "--out", tmp_path / "a", SCRIPTS / "seeded_train.py")
+    traced = run_haiprof("run", "--quiet", "--out", tmp_path / "b", SCRIPTS / "seeded_train.py")
+    assert plain.stdout == traced.stdout and traced.stdout.count("\n") == 16
+    assert (tmp_path / "b" / "trace.json.gz").is_file()
+
+
+def test_run_ending_inside_the_window_keeps_a_partial_trace(tmp_path):
+    out = tmp_path / "short"
+    r = run_haiprof("run", "--quiet", "--steps", "5", "--out", out, SCRIPTS / "seeded_train.py")
+    assert r.returncode == 0, r.stderr
+    st = _trace_status(out)
+    assert st["available"] and "partial" in st["reason"] and "2 of 3" in st["reason"]
+    s = load_summary(out)
+    # Steps 2..4 are traced (profiler warm-up, 2 recorded; the run ended before the export step).
+    assert _traced_indices(out) == [2, 3, 4]
+    assert s["traced_steps_excluded"] == 3 and s["steps_analyzed"] == 1 and not s["traced_steps_included"]
+    assert s["launch"]["cpu"]["steps"] == 2
+
+
+def test_profiler_failure_is_a_reason_not_a_crash(tmp_path):
+    out = tmp_path / "fail"
+    (out / "trace.json" / "in-the-way").mkdir(parents=True)   # torch.profiler cannot write its trace there
+    r = run_haiprof("run", "--quiet", "--out", out, SCRIPTS / "seeded_train.py")
+    assert r.returncode == 0, r.stderr
+    assert r.stdout.count("\n") == 16 and r.stderr == ""    # the script ran to its end, undisturbed
+    st = _trace_status(out)
+    assert st["available"] is False and "wrote no trace.json" in st["reason"]
+    assert "Failed to rename" in (out / "kineto.log").read_text()
+    s = load_summary(out)
+    assert s["steps"] == 16 and s["launch"] is None
+    assert s["traced_steps_excluded"] == 5      # the steps the attempt touched stay excluded
+
+
+def test_script_with_its_own_profiler_is_left_alone(tmp_path):
+    out = tmp_path / "own"
+    r = run_haiprof("run", "--quiet", "--out", out, SCRIPTS / "own_profiler.py")
+    assert r.returncode == 0, r.stderr
+    assert "events True" in r.stdout
+    st = _trace_status(out)
+    assert st["available"] is False and "its own torch.profiler" in st["reason"]
+    assert load_summary(out)["traced_steps_excluded"] == 0
+
+
+def test_negative_trace_steps_is_a_usage_error(tmp_path):
+    r = run_haiprof("run", "--trace-steps", "-1", "--out", tmp_path / "r", SCRIPTS / "seeded_train.py")
+    assert r.returncode == 2 and r.stderr.startswith("haiprof: error: --trace-steps")
+    assert not (tmp_path / "r").exists()
