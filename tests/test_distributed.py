@@ -21,6 +21,8 @@ EXAMPLE = EXAMPLES / "ddp_comm_bound.py"
 TORCHRUN = os.path.join(os.path.dirname(sys.executable), "torchrun")
 # Compute-heavy enough that on a plain loopback the gradient sync hides behind compute; on 1 Gbit/s it cannot.
 HEAVY = ["--steps", "5", "--batch-size", "256"]
+# These jobs run 5-6 steps: the op-level tracing window (on by default in every rank) is turned off with
+# --trace-steps 0, or it would leave too few untraced steps to compare ranks.
 pytestmark = pytest.mark.timeout(240)
 
 
@@ -41,7 +43,7 @@ def _assert_report(out: Path):
 
 def test_unshaped_compute_heavy_is_not_communication(tmp_path):
     out = tmp_path / "run"
-    r = run_haiprof("run", "--out", out, "--nproc-per-node", "2", EXAMPLE, *HEAVY, "--workers", "1")
+    r = run_haiprof("run", "--trace-steps", "0", "--out", out, "--nproc-per-node", "2", EXAMPLE, *HEAVY, "--workers", "1")
     assert r.returncode == 0, r.stderr[-3000:]
     s = load_summary(out)
     assert s["bottleneck"] != "communication", s["headline"]
@@ -68,7 +70,7 @@ def test_shaped_loopback_is_communication_bound(tmp_path):
     out = tmp_path / "run"
     with shaped_net.shaped_loopback("1gbit") as net:
         assert "tbf" in net.qdisc()
-        r = net.run([*HAIPROF, "run", "--out", out, "--nproc-per-node", "2", EXAMPLE, *HEAVY],
+        r = net.run([*HAIPROF, "run", "--trace-steps", "0", "--out", out, "--nproc-per-node", "2", EXAMPLE, *HEAVY],
                     capture_output=True, text=True, timeout=200)
     assert r.returncode == 0, r.stderr[-3000:]
     s = load_summary(out)
@@ -85,7 +87,7 @@ def test_shaped_loopback_is_communication_bound(tmp_path):
 def test_straggler_on_rank1_named_with_its_dataloader(tmp_path):
     out = tmp_path / "run"
     # The wrapped-launcher form: an existing torchrun command line, unchanged, after `--`.
-    r = run_haiprof("run", "--out", out, "--", TORCHRUN, "--nproc-per-node", "2", EXAMPLE, "--steps", "6",
+    r = run_haiprof("run", "--trace-steps", "0", "--out", out, "--", TORCHRUN, "--nproc-per-node", "2", EXAMPLE, "--steps", "6",
                     "--batch-size", "16", "--layers", "2", "--slow-rank", "1", "--slow-ms", "250")
     assert r.returncode == 0, r.stderr[-3000:]
     s = load_summary(out)
@@ -103,7 +105,7 @@ def test_straggler_on_rank1_named_with_its_dataloader(tmp_path):
 
 def test_killed_rank_keeps_the_survivor_and_names_the_missing(tmp_path):
     out = tmp_path / "run"
-    r = run_haiprof("run", "--out", out, "--nproc-per-node", "2", EXAMPLE, "--steps", "30", "--batch-size", "16",
+    r = run_haiprof("run", "--trace-steps", "0", "--out", out, "--nproc-per-node", "2", EXAMPLE, "--steps", "30", "--batch-size", "16",
                     "--layers", "2", "--die-rank", "1", "--die-step", "4")
     assert r.returncode == 1
     s = load_summary(out)
@@ -121,7 +123,7 @@ def test_killed_rank_keeps_the_survivor_and_names_the_missing(tmp_path):
 
 def test_teardown_abort_is_a_failed_exit_not_communication(tmp_path):
     out = tmp_path / "run"
-    r = run_haiprof("run", "--out", out, "--nproc-per-node", "2", EXAMPLE, *HEAVY, "--abort-at-exit-rank", "1")
+    r = run_haiprof("run", "--trace-steps", "0", "--out", out, "--nproc-per-node", "2", EXAMPLE, *HEAVY, "--abort-at-exit-rank", "1")
     assert r.returncode == 1
     s = load_summary(out)
     assert s["exit_code"] == 1 and s["bottleneck"] != "communication", s["headline"]
@@ -134,7 +136,7 @@ def test_store_gather_with_separate_output_directories(tmp_path):
     """Two "nodes" with their own --out each (no shared filesystem): rank 1's data reaches rank 0 via the store."""
     port = str(_free_port())
     outs = [tmp_path / "node0", tmp_path / "node1"]
-    procs = [subprocess.Popen([*HAIPROF, "run", "--quiet", "--out", outs[i], "--nnodes", "2", "--node-rank", str(i),
+    procs = [subprocess.Popen([*HAIPROF, "run", "--trace-steps", "0", "--quiet", "--out", outs[i], "--nnodes", "2", "--node-rank", str(i),
                                "--nproc-per-node", "1", "--master-addr", "127.0.0.1", "--master-port", port,
                                EXAMPLE, "--steps", "4", "--batch-size", "16", "--layers", "2"],
                               stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True) for i in (0, 1)]
