@@ -28,3 +28,12 @@ WARMUP_STEPS = 1
 # Launch-bound (op-level analysis): share of step time in many short ops / device waiting on the host.
 LAUNCH_MODERATE = 0.15
 LAUNCH_HIGH = 0.30
+
+# --- fix correctness guard (haiprof run --fix) ---
+# The fixed run's loss, averaged over the last LOSS_GUARD_WINDOW steps both runs reached, may differ from the
+# baseline's by at most LOSS_GUARD_RTOL (relative) or LOSS_GUARD_ATOL (absolute, for losses near zero).
+# bf16 autocast moves a float32 loss by well under 1% over tens of steps; a wrong fix (duplicated data,
+# broken gradients) moves it by far more.
+LOSS_GUARD_RTOL = 0.05
+LOSS_GUARD_ATOL = 1e-3
+LOSS_GUARD_WINDOW = 5

@@ -8,6 +8,7 @@ import argparse
 import sys
 
 from . import __version__
+from .compare import cmd_compare   # haiprof compare (its own module)
 
 USAGE_ERROR = 2
 
@@ -57,6 +58,9 @@ def _run_parser() -> argparse.ArgumentParser:
     p.add_argument("--quiet", action="store_true", help="print nothing but the script's own output")
     p.add_argument("--sample-interval", type=float, default=0.5, metavar="S",
                    help="system sampling interval in seconds, jittered ±20%% (default 0.5)")
+    p.add_argument("--fix", metavar="ID[,ID...]|auto",
+                   help="apply fixes inside the run: prefetch, fused-optim, amp, compile, cuda-graphs, compress, "
+                        "bucket; 'auto' applies what the diagnosis recommends")
     return p
 
 
@@ -85,7 +89,7 @@ def cmd_run(argv: list[str]) -> int:
         raise UserError("--sample-interval must be positive")
     from .session import RunOptions, run
     opts = RunOptions(script=script, module=module, args=args, out=ns.out, steps=ns.steps, quiet=ns.quiet,
-                      sample_interval_s=ns.sample_interval, haiprof_argv=list(argv))
+                      sample_interval_s=ns.sample_interval, haiprof_argv=list(argv), fix=ns.fix)
     return run(opts)
 
 
@@ -108,6 +112,7 @@ def cmd_report(argv: list[str]) -> int:
 COMMANDS = {
     "run": (cmd_run, "run a script or module under the profiler"),
     "report": (cmd_report, "rebuild summary.json and report.html from a run directory"),
+    "compare": (cmd_compare, "before/after of two runs: step time, throughput, phases, verdict"),
 }
 
 

@@ -32,6 +32,7 @@ class RunOptions:
     quiet: bool = False
     sample_interval_s: float = SAMPLE_INTERVAL_S
     haiprof_argv: list = field(default_factory=list)
+    fix: str | None = None          # --fix spec ("prefetch,amp" or "auto"), see fixrun.py
 
 
 def default_out_dir(target_name: str) -> Path:
@@ -113,11 +114,22 @@ def run(opts: RunOptions) -> int:
     target = opts.module or opts.script
     target_name = Path(target.rstrip("/")).stem if opts.script else opts.module.split(".")[-1]
     launcher._check_target(opts.script, opts.module)   # bad target: fail before creating anything
-    run_dir = RunDir.create(opts.out or default_out_dir(target_name))
-    run_dir.write_meta(collect_meta(opts, target_name))
+    out_dir = Path(opts.out) if opts.out else default_out_dir(target_name)
+    # --- fixes (haiprof run --fix): choose them (may run a diagnosis pass) before our run dir exists ---
+    from . import fixrun
+    meta = collect_meta(opts, target_name)
+    fix_plan = fixrun.plan(opts, out_dir, target_name, fixrun.target_key(meta)) if opts.fix else None
+    if fix_plan is not None:
+        meta.update(fixes_requested=fixrun.format_requested(fix_plan), fix_source=fix_plan.source,
+                    baseline_run=fix_plan.baseline_run, diagnosis_run=fix_plan.diagnosis_run)
+    # --- end fixes ---
+    run_dir = RunDir.create(out_dir)
+    run_dir.write_meta(meta)
     sidecar = start_sidecar(run_dir, opts.sample_interval_s)
     appender = run_dir.phase_appender().start()
     recorder = PhaseRecorder(appender.append, max_steps=opts.steps)
+    fix_session = fixrun.FixSession(run_dir, fix_plan)   # fixes and loss capture, installed before the recorder
+    fix_session.start()
     try:
         recorder.install()
     except Exception as e:  # hooks unavailable in this torch: still run the script, say why
@@ -127,6 +139,7 @@ def run(opts: RunOptions) -> int:
         outcome = launcher.run(opts.script, opts.args, opts.module, step_limit_exc=StepLimitReached)
     finally:
         recorder.uninstall()
+        fix_session.finish()
         appender.close()
         stop_sidecar(sidecar)
         if outcome is None:  # we are being torn down by something we did not catch
@@ -157,6 +170,7 @@ def finish(run_dir: RunDir, quiet: bool = False) -> dict | None:
         print(f"haiprof: could not write the report in {run_dir.path}: {type(e).__name__}: {e}", file=sys.stderr)
         return None
     if not quiet:
-        for line in console.verdict_lines(data.summary, report):
+        from .fixreport import console_lines
+        for line in console.verdict_lines(data.summary, report) + console_lines(data.summary):
             print(line, file=sys.stderr)
     return data.summary
