@@ -29,10 +29,10 @@ def wrap_init(ctx, before=None, after=None) -> bool:
         except TypeError:
             return original(self, *args, **kwargs)
         if before is not None:
-            before(bound.arguments)
+            ctx.safely(before)(bound.arguments)
         original(*bound.args, **bound.kwargs)
         if after is not None:
-            after(self)
+            ctx.safely(after)(self)
 
     ctx.patch(cls, "__init__", patched)
     return True

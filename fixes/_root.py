@@ -41,6 +41,9 @@ class RootForwardHooks:
 
     def install(self, ctx) -> None:
         import torch.nn.modules.module as nn_module
+        self._on_pre = ctx.safely(self._on_pre)
+        if self._on_post is not None:
+            self._on_post = ctx.safely(self._on_post)
         h1 = nn_module.register_module_forward_pre_hook(self._pre)
         h2 = nn_module.register_module_forward_hook(self._post, always_call=True)
         ctx.on_undo(h1.remove)

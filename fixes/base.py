@@ -65,6 +65,20 @@ class FixContext:
     def on_undo(self, fn: Callable) -> None:
         self._undo.append(fn)
 
+    def safely(self, fn: Callable, default: Any = None) -> Callable:
+        """fn, but an exception in the fix's own logic is recorded (fix skipped, with the error) instead of
+        reaching the script: a fix must never be the reason a training run fails."""
+        state = self.state
+
+        def call(*args, **kwargs):
+            try:
+                return fn(*args, **kwargs)
+            except Exception as e:
+                state.skipped(f"internal error, left the script as it was: {type(e).__name__}: {e}")
+                return default
+
+        return call
+
     def in_main_process(self) -> bool:
         # DataLoader workers are forks of the training process: fixes act in the training process only.
         return os.getpid() == self.owner_pid

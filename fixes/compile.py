@@ -18,16 +18,15 @@ NOT_TRIGGERED = "no module with trainable parameters was called"
 
 
 def dynamo_compile_seconds() -> float | None:
-    """Total seconds dynamo + inductor spent compiling so far in this process (None if torch does not say)."""
+    """Seconds dynamo + inductor spent compiling so far in this process, from torch's own timers: the forward
+    compiles (dynamo's compile_inner) plus the backward graphs inductor compiles lazily at the first backward."""
     try:
-        from torch._dynamo.utils import compile_times
-        table = compile_times(repr="dict")
-    except Exception:
+        from torch._dynamo.utils import compilation_time_metrics as m
+    except ImportError:
         return None
-    for key in ("_compile.compile_inner", "compile_inner"):
-        if key in table:
-            return float(sum(table[key]))
-    return None
+    forward = sum(m.get("_compile.compile_inner", []))
+    backward = max(0.0, sum(m.get("compile_fx_inner", [])) - sum(m.get("compile_fx.<locals>.fw_compiler_base", [])))
+    return forward + backward
 
 
 def compile_model(ctx: FixContext, module, mode: str | None, torch) -> str:
@@ -75,8 +74,19 @@ def install(ctx: FixContext, mode_for=None) -> None:
         after = dynamo_compile_seconds()
         if after is not None and "compiled_at" in state.details:
             state.details["compile_s"] = round(after - state.details.get("compile_s_before", 0.0), 3)
+        if "compiled_at" in state.details:
+            from torch._dynamo.utils import counters
+            graphs = counters["stats"].get("unique_graphs", 0)
+            state.details["graphs_compiled"] = graphs
+            if not graphs:
+                state.skipped("torch.compile produced no graph (compile errors fall back to eager)")
         state.details.pop("compiled_at", None)
         state.details.pop("compile_s_before", None)
 
+    # A compile failure (no C++ compiler, an unsupported op) must fall back to eager, not end the training run.
+    import torch._dynamo
+    saved = torch._dynamo.config.suppress_errors
+    torch._dynamo.config.suppress_errors = True
+    ctx.on_undo(lambda: setattr(torch._dynamo.config, "suppress_errors", saved))
     RootForwardHooks(on_pre).install(ctx)
     ctx.on_undo(finish)

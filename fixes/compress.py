@@ -62,7 +62,7 @@ def install(ctx: FixContext) -> None:
         handle: dict = {}
 
         def first_forward(module, args):
-            handle.pop("h").remove()
+            handle.pop("h").remove()   # once: the hook is registered before the first backward, or not at all
             target = "DistributedDataParallel"
             if id(module) in user_hooked:
                 state.skipped("the script registers its own communication hook", target)
@@ -75,7 +75,7 @@ def install(ctx: FixContext) -> None:
                           hook=hook.__name__)
             return None
 
-        handle["h"] = ddp.register_forward_pre_hook(first_forward)
+        handle["h"] = ddp.register_forward_pre_hook(ctx.safely(first_forward))
 
     ctx.patch(cls, "register_comm_hook", register_comm_hook)
     _ddp.wrap_init(ctx, after=after)

@@ -71,7 +71,7 @@ def _wrap(cls, original_init, state, ctx, torch):
             state.skipped("differentiable=True has no foreach/fused path", target)
             return original_init(self, *args, **kwargs)
         a["params"], tensors = normalize_params(a.get("params"), torch)   # a generator is read once, here
-        mode, why = choose(tensors, torch)
+        mode, why = ctx.safely(choose, (None, "internal error"))(tensors, torch)
         if mode is None:
             state.skipped(why, target)
             return original_init(*bound.args, **bound.kwargs)

@@ -94,7 +94,7 @@ def install(ctx: FixContext) -> None:
             return original_init(self, *args, **kwargs)   # let DataLoader raise its own error
         seen["n"] += 1
         target = f"DataLoader #{seen['n']}"
-        new = _decide(bound.arguments, target)
+        new = decide(bound.arguments, target)
         if new:
             bound.arguments.update(new)
         return original_init(*bound.args, **bound.kwargs)
@@ -134,6 +134,7 @@ def install(ctx: FixContext) -> None:
                                                                          if k != "num_workers"})
         return new
 
+    decide = ctx.safely(_decide)
     ctx.patch(DataLoader, "__init__", patched_init)
     # DataLoader warns when workers outnumber cores; here that is the point (they wait, not compute).
     import warnings

@@ -73,7 +73,9 @@ def console_lines(summary: dict) -> list[str]:
     lines = [f"haiprof: fixes ({fx.get('source')}): {fx['note']}" if fx.get("note") else
              f"haiprof: fixes ({fx.get('source')}):"]
     for r in fx.get("results") or []:
-        lines.append(f"haiprof:   {r['id']}: {r['status']}, {r.get('reason')}")
+        compile_s = (r.get("details") or {}).get("compile_s")
+        extra = f" (compile time {compile_s:.1f} s, in the first compiled steps)" if compile_s else ""
+        lines.append(f"haiprof:   {r['id']}: {r['status']}, {r.get('reason')}{extra}")
     if summary.get("comparison"):
         lines.append(f"haiprof: before/after against {summary['comparison']['baseline_run']}:")
         lines += [f"haiprof:   {line}" for line in text_lines(summary["comparison"])]

@@ -137,7 +137,7 @@ def plan(opts, out_dir: Path, target_name: str, meta_key: tuple) -> FixPlan:
                 raise FixRequestError(f"--fix auto: the diagnosis run in {d} did not finish cleanly")
             prior = (rd, s)
             p.source = "auto: findings of a diagnosis run"
-        p.diagnosis_run = str(prior[0].path)
+        p.diagnosis_run = str(prior[0].path.resolve())
         p.requested = recommended(prior[1])
         if not p.requested:
             p.note = f"the diagnosis found no bottleneck with a fix ({prior[1].get('bottleneck')}): nothing applied"
@@ -148,7 +148,7 @@ def plan(opts, out_dir: Path, target_name: str, meta_key: tuple) -> FixPlan:
             raise FixRequestError(str(e)) from None
     base = find_baseline(parent, meta_key, exclude=out_dir)
     if base is not None:
-        p.baseline_run = str(base[0].path)
+        p.baseline_run = str(base[0].path.resolve())
     return p
 
 
