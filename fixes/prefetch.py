@@ -35,8 +35,25 @@ def available_cores() -> int:
         return os.cpu_count() or 1
 
 
+SCHEDSTAT = "/proc/thread-self/schedstat"
+
+
+def _busy_ns() -> int | None:
+    """ns this thread ran on a CPU plus ns it sat runnable waiting for one (schedstat fields 1 and 2).
+
+    Waiting for a CPU counts as busy: on a loaded machine CPU-bound loading is slow because it lacks CPU,
+    which more workers than cores would not fix. Sleeping on storage shows in neither field.
+    """
+    try:
+        with open(SCHEDSTAT, encoding="ascii") as f:
+            run_ns, wait_ns = f.read().split()[:2]
+        return int(run_ns) + int(wait_ns)
+    except (OSError, ValueError):
+        return None
+
+
 def probe_cpu_fraction(dataset, n: int = PROBE_SAMPLES, budget_s: float = PROBE_BUDGET_S) -> float | None:
-    """Fraction of a sample fetch spent on this process's CPU (the rest is waiting). None when not measurable."""
+    """Fraction of a sample fetch spent on (or queued for) a CPU; the rest is waiting. None when not measurable."""
     try:
         size = len(dataset)
     except TypeError:
@@ -44,15 +61,18 @@ def probe_cpu_fraction(dataset, n: int = PROBE_SAMPLES, budget_s: float = PROBE_
     if size == 0:
         return None
     idx = [int(i * size / n) for i in range(min(n, size))]
-    wall = cpu = 0.0
+    use_sched = _busy_ns() is not None
+    wall = busy = 0.0
     for i in idx:
-        w0, c0 = time.perf_counter(), time.process_time()
+        w0 = time.perf_counter()
+        b0 = _busy_ns() / 1e9 if use_sched else time.process_time()
         dataset[i]
+        b1 = _busy_ns() / 1e9 if use_sched else time.process_time()
         wall += time.perf_counter() - w0
-        cpu += time.process_time() - c0
+        busy += b1 - b0
         if wall > budget_s:
             break
-    return None if wall <= 0 else min(1.0, cpu / wall)
+    return None if wall <= 0 else min(1.0, busy / wall)
 
 
 def choose_workers(cpu_fraction: float | None, cores: int) -> tuple[int, str]:
