@@ -1,6 +1,7 @@
 """Hooking DistributedDataParallel construction, shared by compress and bucket."""
 from __future__ import annotations
 
+import functools
 import inspect
 
 
@@ -21,6 +22,7 @@ def wrap_init(ctx, before=None, after=None) -> bool:
     original = cls.__init__
     signature = inspect.signature(original)
 
+    @functools.wraps(original)   # keeps the real signature visible to a fix stacked on top
     def patched(self, *args, **kwargs):
         if not ctx.in_main_process():
             return original(self, *args, **kwargs)

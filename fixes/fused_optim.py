@@ -7,6 +7,7 @@ The script's own choice wins: an explicit foreach=/fused= argument, or different
 """
 from __future__ import annotations
 
+import functools
 import inspect
 
 from .base import FixContext
@@ -55,6 +56,7 @@ def install(ctx: FixContext) -> None:
 def _wrap(cls, original_init, state, ctx, torch):
     signature = inspect.signature(original_init)
 
+    @functools.wraps(original_init)   # keeps the real signature visible to a fix stacked on top
     def patched_init(self, *args, **kwargs):
         if type(self) is not cls or not ctx.in_main_process():
             return original_init(self, *args, **kwargs)   # a subclass may have its own step(): leave it

@@ -10,6 +10,7 @@ CUDA a device-side prefetcher (prefetch_device.py) that overlaps the next batch'
 """
 from __future__ import annotations
 
+import functools
 import inspect
 import os
 import pickle
@@ -105,6 +106,7 @@ def install(ctx: FixContext) -> None:
     cores = available_cores()
     seen = {"n": 0}
 
+    @functools.wraps(original_init)   # keeps the real signature visible to a fix stacked on top
     def patched_init(self, *args, **kwargs):
         if not ctx.in_main_process():
             return original_init(self, *args, **kwargs)
