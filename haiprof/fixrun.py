@@ -40,12 +40,13 @@ class FixPlan:
 
 
 def target_key(meta: dict) -> tuple:
-    """What makes two runs 'the same command': the script (resolved) or module, and its arguments."""
+    """What makes two runs 'the same command': the script (resolved) or module, its arguments, and the rank
+    (under torchrun each rank compares with its own earlier run)."""
     if meta.get("module"):
         what = ("module", meta["module"])
     else:
         what = ("script", os.path.realpath(os.path.join(meta.get("cwd") or ".", meta.get("script") or "")))
-    return what + (tuple(meta.get("argv") or ()),)
+    return what + (tuple(meta.get("argv") or ()), meta.get("rank"))
 
 
 def runs_of(parent: Path, key: tuple, exclude: Path | None = None) -> list[tuple[dict, RunDir]]:

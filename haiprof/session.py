@@ -118,6 +118,8 @@ def run(opts: RunOptions) -> int:
     # --- fixes (haiprof run --fix): choose them (may run a diagnosis pass) before our run dir exists ---
     from . import fixrun
     meta = collect_meta(opts, target_name)
+    if os.environ.get("RANK", "").isdigit():   # a rank's baseline is the same rank's earlier run
+        meta.setdefault("rank", int(os.environ["RANK"]))
     fix_plan = fixrun.plan(opts, out_dir, target_name, fixrun.target_key(meta)) if opts.fix else None
     if fix_plan is not None:
         meta.update(fixes_requested=fixrun.format_requested(fix_plan), fix_source=fix_plan.source,
