@@ -67,3 +67,11 @@ GPU_LAUNCH_HIGH = 0.15
 SHORT_KERNEL_FRACTION = 0.5
 # HTA's idle-time breakdown: a gap between consecutive kernels below this (trace µs) is kernel-launch wait.
 CONSECUTIVE_KERNEL_DELAY_US = 30
+# --- fix correctness guard (haiprof run --fix) ---
+# The fixed run's loss, averaged over the last LOSS_GUARD_WINDOW steps both runs reached, may differ from the
+# baseline's by at most LOSS_GUARD_RTOL (relative) or LOSS_GUARD_ATOL (absolute, for losses near zero).
+# bf16 autocast moves a float32 loss by well under 1% over tens of steps; a wrong fix (duplicated data,
+# broken gradients) moves it by far more.
+LOSS_GUARD_RTOL = 0.05
+LOSS_GUARD_ATOL = 1e-3
+LOSS_GUARD_WINDOW = 5

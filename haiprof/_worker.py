@@ -26,7 +26,7 @@ RANK_ENV = ("RANK", "LOCAL_RANK", "WORLD_SIZE", "LOCAL_WORLD_SIZE", "GROUP_RANK"
 
 def parse(argv: list[str]) -> tuple[dict, list[str]]:
     """Our options up to `--`; `--local-rank=N` (torchrun without --use-env) belongs to the user's script."""
-    opts = {"run_dir": None, "steps": None, "sample_interval": session.SAMPLE_INTERVAL_S, "trace_steps": "3"}
+    opts = {"run_dir": None, "steps": None, "sample_interval": session.SAMPLE_INTERVAL_S, "trace_steps": "3", "fix": None}
     passthrough = []
     i = 0
     while i < len(argv):
@@ -36,7 +36,7 @@ def parse(argv: list[str]) -> tuple[dict, list[str]]:
             break
         if tok.startswith("--local-rank") or tok.startswith("--local_rank"):
             passthrough.append(tok)
-        elif tok in ("--run-dir", "--steps", "--sample-interval", "--trace-steps") and i + 1 < len(argv):
+        elif tok in ("--run-dir", "--steps", "--sample-interval", "--trace-steps", "--fix") and i + 1 < len(argv):
             key = tok[2:].replace("-", "_")
             opts[key] = argv[i + 1]
             i += 1
@@ -82,7 +82,7 @@ def main(argv: list[str]) -> int:
     target_name = Path(script.rstrip("/")).stem if script else module.split(".")[-1]
     ropts = session.RunOptions(script=script, module=module, args=args, steps=steps,
                                sample_interval_s=float(opts["sample_interval"]),
-                               trace_steps=int(opts["trace_steps"]))
+                               trace_steps=int(opts["trace_steps"]), fix=opts["fix"])
     gather = RankGather(run_root, rank, world)
     meta = session.collect_meta(ropts, target_name)
     meta.update(info, distributed_rank=True, gather_token=gather.token)
@@ -94,7 +94,12 @@ def main(argv: list[str]) -> int:
     def on_exit(run_dir: RunDir, outcome) -> None:
         _finish_rank(run_dir, gather, rank, world, terminating=outcome.how == "sigterm")
 
-    return session.profile_target(run_dir, ropts, on_exit)
+    fix_plan = None
+    if ropts.fix:   # named fixes only: `auto` is refused before launch (distributed.rewrite)
+        from . import fixrun
+        fix_plan = fixrun.plan(ropts, run_dir.path, target_name, fixrun.target_key(meta))
+        run_dir.update_meta(fixes_requested=fixrun.format_requested(fix_plan), fix_source=fix_plan.source)
+    return session.profile_target(run_dir, ropts, on_exit, fix_plan)
 
 
 def _finish_rank(run_dir: RunDir, gather: RankGather, rank: int, world: int, terminating: bool) -> None:

@@ -75,6 +75,10 @@ def analyze(run_dir: RunDir, extra_findings: list | None = None) -> RunData:
             "kind": "incomplete", "severity": "info", "share": 0.0,
             "message": "the run did not finish under haiprof (killed?): data up to the last flush is shown",
             "evidence": {"last_flush": "≤ 1 s before the end"}, "fixes": []})
+    # --- fixes (haiprof run --fix): what each fix did, before/after, loss guard ---
+    from .fixreport import add_fix_results
+    add_fix_results(run_dir, meta, summary)
+    # --- end fixes ---
     timelines = {"system": utilization.system_timelines(samples.get("system", [])), "hardware": hw["timelines"]}
     return RunData(run_dir, meta, summary, all_steps, samples, status, timelines)
 

@@ -9,6 +9,7 @@ import sys
 
 from . import __version__
 from .doctor import cmd_doctor
+from .compare import cmd_compare   # haiprof compare (its own module)
 
 USAGE_ERROR = 2
 
@@ -63,6 +64,9 @@ def _run_parser() -> argparse.ArgumentParser:
     p.add_argument("--trace-steps", type=int, default=3, metavar="N",
                    help="trace N steps op by op with torch.profiler after warm-up, saved as trace.json.gz and "
                         "left out of the step statistics (default 3; 0 disables)")
+    p.add_argument("--fix", metavar="ID[,ID...]|auto",
+                   help="apply fixes inside the run: prefetch, fused-optim, amp, compile, cuda-graphs, compress, "
+                        "bucket; 'auto' applies what the diagnosis recommends")
     return p
 
 
@@ -99,7 +103,7 @@ def cmd_run(argv: list[str]) -> int:
     from .session import RunOptions, run
     opts = RunOptions(script=script, module=module, args=args, out=ns.out, steps=ns.steps, quiet=ns.quiet,
                       sample_interval_s=ns.sample_interval, haiprof_argv=list(argv),
-                      trace_steps=ns.trace_steps)
+                      trace_steps=ns.trace_steps, fix=ns.fix)
     return run(opts)
 
 
@@ -123,6 +127,7 @@ COMMANDS = {
     "run": (cmd_run, "run a script or module under the profiler"),
     "report": (cmd_report, "rebuild summary.json and report.html from a run directory"),
     "doctor": (cmd_doctor, "list the collectors available on this host, why not, and how to enable them"),
+    "compare": (cmd_compare, "before/after of two runs: step time, throughput, phases, verdict"),
 }
 
 

@@ -76,7 +76,8 @@ def _user_error(msg: str):
     return UserError(msg)
 
 
-def rewrite(argv: list[str], run_dir: Path, steps, sample_interval: float, trace_steps: int = 3):
+def rewrite(argv: list[str], run_dir: Path, steps, sample_interval: float, trace_steps: int = 3,
+            fix: str | None = None):
     """Parse with torchrun's parser; swap the training target for the per-rank entry point."""
     from torch.distributed import run as tdr
     try:
@@ -92,6 +93,11 @@ def rewrite(argv: list[str], run_dir: Path, steps, sample_interval: float, trace
             "--trace-steps", str(trace_steps)]
     if steps:
         ours += ["--steps", str(steps)]
+    if fix:
+        if fix.strip().lower() == "auto":
+            raise _user_error("--fix auto is not supported for distributed jobs yet: name the fixes "
+                              "(e.g. --fix compress,bucket)")
+        ours += ["--fix", fix]
     args.module, args.run_path = True, False
     args.training_script = "haiprof._worker"
     args.training_script_args = [*ours, "--", *user]
@@ -113,10 +119,12 @@ def run_job(ns, target: list[str], haiprof_argv: list[str]) -> int:
 
     launch_argv = torchrun_argv(ns, target)
     probe_dir = Path(ns.out) if ns.out else None
-    args, user = rewrite(launch_argv, probe_dir or Path("."), ns.steps, ns.sample_interval, ns.trace_steps)
+    args, user = rewrite(launch_argv, probe_dir or Path("."), ns.steps, ns.sample_interval, ns.trace_steps,
+                         getattr(ns, "fix", None))
     target_name = Path(user[0]).stem if user[0] != "-m" else user[1].split(".")[-1]
     run_dir = RunDir.create(probe_dir or default_out_dir(target_name))
-    args, user = rewrite(launch_argv, run_dir.path, ns.steps, ns.sample_interval, ns.trace_steps)
+    args, user = rewrite(launch_argv, run_dir.path, ns.steps, ns.sample_interval, ns.trace_steps,
+                         getattr(ns, "fix", None))
     run_dir.write_meta(job_meta(ns, haiprof_argv, launch_argv, user, target_name))
     failures, code, how = _launch(args)
     run_dir.update_meta(end_time=time.time(), exit_code=code, how=how, failures=failures,

@@ -34,6 +34,7 @@ class RunOptions:
     sample_interval_s: float = SAMPLE_INTERVAL_S
     haiprof_argv: list = field(default_factory=list)
     trace_steps: int = 3          # op-level tracing window (torch.profiler); 0 disables it
+    fix: str | None = None        # --fix spec ("prefetch,amp" or "auto"), see fixrun.py
 
 
 def default_out_dir(target_name: str) -> Path:
@@ -114,11 +115,22 @@ def run(opts: RunOptions) -> int:
     target = opts.module or opts.script
     target_name = Path(target.rstrip("/")).stem if opts.script else opts.module.split(".")[-1]
     launcher._check_target(opts.script, opts.module)   # bad target: fail before creating anything
-    run_dir = RunDir.create(opts.out or default_out_dir(target_name))
+    out_dir = Path(opts.out) if opts.out else default_out_dir(target_name)
     t_torch = time.perf_counter()
     import torch  # noqa: F401  (the script imports it anyway; timed apart from our own set-up)
     t_torch = time.perf_counter() - t_torch
-    run_dir.write_meta(collect_meta(opts, target_name))
+    meta = collect_meta(opts, target_name)
+    if os.environ.get("RANK", "").isdigit():   # a rank's baseline is the same rank's earlier run
+        meta.setdefault("rank", int(os.environ["RANK"]))
+    # --- fixes (haiprof run --fix): choose them (may run a diagnosis pass) before our run dir exists ---
+    from . import fixrun
+    fix_plan = fixrun.plan(opts, out_dir, target_name, fixrun.target_key(meta)) if opts.fix else None
+    if fix_plan is not None:
+        meta.update(fixes_requested=fixrun.format_requested(fix_plan), fix_source=fix_plan.source,
+                    baseline_run=fix_plan.baseline_run, diagnosis_run=fix_plan.diagnosis_run)
+    # --- end fixes ---
+    run_dir = RunDir.create(out_dir)
+    run_dir.write_meta(meta)
     setup_s = time.perf_counter() - t_setup - t_torch
 
     def on_exit(run_dir: RunDir, outcome) -> None:
@@ -128,7 +140,7 @@ def run(opts: RunOptions) -> int:
         run_dir.update_meta(overhead_s={"setup": round(setup_s, 4), "torch_import": round(t_torch, 4),
                                         "teardown": round(time.perf_counter() - t_teardown, 4)})
 
-    return profile_target(run_dir, opts, on_exit)
+    return profile_target(run_dir, opts, on_exit, fix_plan)
 
 
 def _install(run_dir: RunDir, name: str, collector) -> bool:
@@ -140,7 +152,7 @@ def _install(run_dir: RunDir, name: str, collector) -> bool:
         return False
 
 
-def profile_target(run_dir: RunDir, opts: RunOptions, on_exit: Callable) -> int:
+def profile_target(run_dir: RunDir, opts: RunOptions, on_exit: Callable, fix_plan=None) -> int:
     """Run opts' target under every in-process collector and the side sampler, then `on_exit(run_dir, outcome)`.
 
     Shared by `haiprof run` and each rank of a distributed job (haiprof/_worker.py). Whatever happens to the
@@ -150,10 +162,14 @@ def profile_target(run_dir: RunDir, opts: RunOptions, on_exit: Callable) -> int:
     from haiprof.collectors.phases import PhaseRecorder, StepLimitReached
     from haiprof.collectors.trace_window import TraceWindow
 
+    from . import fixrun
+
     sidecar = start_sidecar(run_dir, opts.sample_interval_s)
     appender = run_dir.phase_appender().start()
     recorder = PhaseRecorder(appender.append, max_steps=opts.steps)
     ddp = DDPCommObserver(appender.append)     # DDP gradient sync, read-only (no comm hook)
+    fix_session = fixrun.FixSession(run_dir, fix_plan)   # fixes and loss capture, installed before the recorder
+    fix_session.start()
     hooks_ok = _install(run_dir, "phases", recorder)
     _install(run_dir, "ddp", ddp)
     # Op-level tracing window: a few steps after warm-up, driven by the optimizer-step hook.
@@ -166,6 +182,7 @@ def profile_target(run_dir: RunDir, opts: RunOptions, on_exit: Callable) -> int:
         ddp.uninstall()
         recorder.uninstall()
         window.close()      # before appender.close(): it writes the window's end mark
+        fix_session.finish()
         appender.close()
         if hooks_ok:
             roots = recorder.narrowed_to
@@ -203,6 +220,7 @@ def finish(run_dir: RunDir, quiet: bool = False) -> dict | None:
         print(f"haiprof: could not write the report in {run_dir.path}: {type(e).__name__}: {e}", file=sys.stderr)
         return None
     if not quiet:
-        for line in console.verdict_lines(data.summary, report):
+        from .fixreport import console_lines
+        for line in console.verdict_lines(data.summary, report) + console_lines(data.summary):
             print(line, file=sys.stderr)
     return data.summary

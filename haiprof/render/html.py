@@ -131,6 +131,11 @@ def section_meta(d, figs):
 SECTIONS = [section_verdict, section_findings, section_ranks, section_phases, section_ops, section_utilization,
             hardware.section_hardware, section_collectors, section_meta]
 
+# --- fixes panel (haiprof run --fix): right after the verdict ---
+from .fixes_panel import section_fixes  # noqa: E402  (imports esc from this module)
+SECTIONS.insert(1, section_fixes)
+# --- end fixes panel ---
+
 CSS = """
 body{font-family:system-ui,-apple-system,Segoe UI,Roboto,sans-serif;margin:0 auto;max-width:1100px;padding:16px;color:#222}
 h1{font-size:18px;color:#555} h2{font-size:24px;margin:8px 0} h3{border-bottom:1px solid #ddd;padding-bottom:4px}

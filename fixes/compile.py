@@ -1,0 +1,92 @@
+"""compile: torch.compile of the model (inductor generates fused kernels), without touching the script.
+
+The model is found at its first root call (see _root.py); from the next call on its forward is the compiled one
+(`module.forward = torch.compile(module.forward)`, an instance attribute, so the module object the script holds
+is unchanged and the global hooks around it still run eagerly). Compilation happens inside the first compiled
+steps; its time is taken from dynamo's own compile counters and reported separately, so it is not mistaken for
+step time. With `cuda-graphs` also requested on CUDA, the mode is "reduce-overhead" (CUDA graphs).
+"""
+from __future__ import annotations
+
+import time
+
+from .base import FixContext, cuda_available
+from ._root import RootForwardHooks
+
+ID = "compile"
+NOT_TRIGGERED = "no module with trainable parameters was called"
+
+
+def dynamo_compile_seconds() -> float | None:
+    """Seconds dynamo + inductor spent compiling so far in this process, from torch's own timers: the forward
+    compiles (dynamo's compile_inner) plus the backward graphs inductor compiles lazily at the first backward."""
+    try:
+        from torch._dynamo.utils import compilation_time_metrics as m
+    except ImportError:
+        return None
+    forward = sum(m.get("_compile.compile_inner", []))
+    backward = max(0.0, sum(m.get("compile_fx_inner", [])) - sum(m.get("compile_fx.<locals>.fw_compiler_base", [])))
+    return forward + backward
+
+
+def compile_model(ctx: FixContext, module, mode: str | None, torch) -> str:
+    """Compile module.forward in place; returns a description of what was done."""
+    original_forward = module.__dict__.get("forward")
+    compiled = torch.compile(module.forward, mode=mode)
+    module.forward = compiled
+    if original_forward is None:
+        ctx.on_undo(lambda: module.__dict__.pop("forward", None))
+    else:
+        ctx.on_undo(lambda: setattr(module, "forward", original_forward))
+    return f"torch.compile(mode={mode or 'default'!r})"
+
+
+def install(ctx: FixContext, mode_for=None) -> None:
+    import torch
+
+    state = ctx.state
+    done: dict = {}
+    wants_graphs = "cuda-graphs" in ctx.requested
+
+    if not hasattr(torch, "compile"):
+        state.skipped("this torch has no torch.compile")
+        return
+
+    def on_pre(module, args):
+        if done:
+            return None
+        done["module"] = module
+        if not module.training:
+            state.skipped("the model is in eval mode (inference): nothing to train faster", type(module).__name__)
+            return None
+        mode = None
+        on_cuda = next(module.parameters()).is_cuda
+        if wants_graphs and on_cuda and cuda_available(torch):
+            mode = "reduce-overhead"
+        before = dynamo_compile_seconds() or 0.0
+        state.details["compile_s_before"] = before
+        how = compile_model(ctx, module, mode, torch)
+        state.details["compiled_at"] = time.monotonic_ns()
+        state.applied(type(module).__name__, how + ", from the second call on", mode=mode or "default")
+        return None
+
+    def finish():
+        after = dynamo_compile_seconds()
+        if after is not None and "compiled_at" in state.details:
+            state.details["compile_s"] = round(after - state.details.get("compile_s_before", 0.0), 3)
+        if "compiled_at" in state.details:
+            from torch._dynamo.utils import counters
+            graphs = counters["stats"].get("unique_graphs", 0)
+            state.details["graphs_compiled"] = graphs
+            if not graphs:
+                state.skipped("torch.compile produced no graph (compile errors fall back to eager)")
+        state.details.pop("compiled_at", None)
+        state.details.pop("compile_s_before", None)
+
+    # A compile failure (no C++ compiler, an unsupported op) must fall back to eager, not end the training run.
+    import torch._dynamo
+    saved = torch._dynamo.config.suppress_errors
+    torch._dynamo.config.suppress_errors = True
+    ctx.on_undo(lambda: setattr(torch._dynamo.config, "suppress_errors", saved))
+    RootForwardHooks(on_pre).install(ctx)
+    ctx.on_undo(finish)

@@ -1,0 +1,42 @@
+"""cuda-graphs: replay the model's kernels as one CUDA graph per step (no per-kernel launch cost).
+
+CUDA only, and only for static shapes: torch.compile's "reduce-overhead" mode records CUDA graphs and re-records
+when a shape changes (dynamo guards), so a shape change costs a recompile rather than a wrong result. When
+`compile` is requested too, the compile fix uses that mode itself; otherwise this fix compiles the model with it.
+"""
+from __future__ import annotations
+
+from .base import FixContext, cuda_available
+from ._root import RootForwardHooks
+from .compile import compile_model
+
+ID = "cuda-graphs"
+NOT_TRIGGERED = "no module with trainable parameters was called"
+
+
+def install(ctx: FixContext) -> None:
+    import torch
+
+    state = ctx.state
+    if not cuda_available(torch):
+        state.skipped("no CUDA device")
+        return
+    if "compile" in ctx.requested:
+        state.details["via"] = "compile"
+    done: dict = {}
+
+    def on_pre(module, args):
+        if done:
+            return None
+        done["module"] = module
+        if not next(module.parameters()).is_cuda:
+            state.skipped("the model's parameters are not on a CUDA device", type(module).__name__)
+            return None
+        if "compile" in ctx.requested:
+            state.applied(type(module).__name__, "through the compile fix, in mode 'reduce-overhead'")
+            return None
+        how = compile_model(ctx, module, "reduce-overhead", torch)
+        state.applied(type(module).__name__, how + ", from the second call on")
+        return None
+
+    RootForwardHooks(on_pre).install(ctx)

@@ -1,0 +1,90 @@
+"""fused-optim: the multi-tensor implementations of SGD, Adam and AdamW.
+
+The default (for-loop) implementation launches a handful of small kernels per parameter; `foreach` updates all
+parameters of a group with one call per operation, and `fused` does the whole update in one kernel. Fused is
+chosen when every parameter is a floating CUDA tensor (the fused kernels' condition), foreach on CPU.
+The script's own choice wins: an explicit foreach=/fused= argument, or differentiable=True, is left alone.
+"""
+from __future__ import annotations
+
+import functools
+import inspect
+
+from .base import FixContext
+
+ID = "fused-optim"
+NOT_TRIGGERED = "the script constructed no SGD, Adam or AdamW optimizer"
+OPTIMIZERS = ("SGD", "Adam", "AdamW")
+
+
+def normalize_params(params, torch) -> tuple[list, list]:
+    """(params as a list, with generators read once, the way torch reads them; the parameter tensors)."""
+    if isinstance(params, torch.Tensor):
+        params = [params]
+    params = list(params)
+    tensors = []
+    for p in params:
+        if isinstance(p, dict):
+            group = p["params"]
+            p["params"] = [group] if isinstance(group, torch.Tensor) else list(group)   # as add_param_group does
+            tensors += [x[1] if isinstance(x, tuple) else x for x in p["params"]]
+        else:
+            tensors.append(p[1] if isinstance(p, tuple) else p)    # (name, tensor) pairs are accepted too
+    return params, tensors
+
+
+def choose(tensors: list, torch) -> tuple[str | None, str]:
+    if not tensors:
+        return None, "no parameters"
+    devices = {t.device.type for t in tensors}
+    if devices == {"cuda"} and all(torch.is_floating_point(t) for t in tensors):
+        return "fused", "all parameters are floating-point CUDA tensors"
+    if devices <= {"cpu", "cuda"}:
+        return "foreach", f"parameters on {'/'.join(sorted(devices))}"
+    return None, f"parameters on {'/'.join(sorted(devices))}: no foreach/fused path assumed"
+
+
+def install(ctx: FixContext) -> None:
+    import torch
+
+    state = ctx.state
+    for name in OPTIMIZERS:
+        cls = getattr(torch.optim, name)
+        ctx.patch(cls, "__init__", _wrap(cls, cls.__init__, state, ctx, torch))
+
+
+def _wrap(cls, original_init, state, ctx, torch):
+    signature = inspect.signature(original_init)
+
+    @functools.wraps(original_init)   # keeps the real signature visible to a fix stacked on top
+    def patched_init(self, *args, **kwargs):
+        if type(self) is not cls or not ctx.in_main_process():
+            return original_init(self, *args, **kwargs)   # a subclass may have its own step(): leave it
+        try:
+            bound = signature.bind(self, *args, **kwargs)
+        except TypeError:
+            return original_init(self, *args, **kwargs)
+        a = bound.arguments
+        target = cls.__name__
+        if a.get("foreach") is not None or a.get("fused") is not None:
+            state.skipped("the script sets foreach=/fused= explicitly", target)
+            return original_init(self, *args, **kwargs)
+        if a.get("differentiable"):
+            state.skipped("differentiable=True has no foreach/fused path", target)
+            return original_init(self, *args, **kwargs)
+        a["params"], tensors = normalize_params(a.get("params"), torch)   # a generator is read once, here
+        mode, why = ctx.safely(choose, (None, "internal error"))(tensors, torch)
+        if mode is None:
+            state.skipped(why, target)
+            return original_init(*bound.args, **bound.kwargs)
+        a[mode] = True
+        try:
+            result = original_init(*bound.args, **bound.kwargs)
+        except (RuntimeError, ValueError) as e:   # e.g. fused unsupported for this dtype: fall back, say why
+            state.skipped(f"{mode}=True rejected by torch ({e}); default implementation kept", target)
+            a.pop(mode)
+            return original_init(*bound.args, **bound.kwargs)
+        state.applied(target, f"{mode}=True ({why})", mode=mode)
+        return result
+
+    return patched_init

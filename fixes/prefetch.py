@@ -1,0 +1,168 @@
+"""prefetch: load batches in DataLoader worker processes, ahead of the training loop.
+
+How many workers depends on why loading is slow, measured on a few samples when the DataLoader is built:
+  - mostly CPU work (decode, augment): one worker per core actually available to this process
+    (sched_getaffinity, not os.cpu_count(): containers and taskset restrict it);
+  - mostly waiting (storage latency, remote reads): more workers than cores, WAIT_WORKERS_PER_CORE each,
+    since a waiting worker costs no CPU.
+Plus persistent_workers (no re-fork per epoch), a deeper prefetch_factor when waiting, pin_memory on CUDA, and on
+CUDA a device-side prefetcher (prefetch_device.py) that overlaps the next batch's copy with compute.
+"""
+from __future__ import annotations
+
+import functools
+import inspect
+import os
+import pickle
+import time
+
+from .base import FixContext, cuda_available
+
+ID = "prefetch"
+NOT_TRIGGERED = "the script created no DataLoader"
+
+CPU_BOUND_FRACTION = 0.5      # process CPU time / wall time of a sample fetch at or above this: CPU-bound loading
+WAIT_WORKERS_PER_CORE = 4     # workers per available core when loading mostly waits
+MAX_WORKERS = 16
+PROBE_SAMPLES = 4             # samples timed to tell CPU work from waiting
+PROBE_BUDGET_S = 0.5          # stop probing after this long, whatever the count
+PREFETCH_FACTOR_WAITING = 4
+
+
+def available_cores() -> int:
+    try:
+        return len(os.sched_getaffinity(0))
+    except (AttributeError, OSError):
+        return os.cpu_count() or 1
+
+
+SCHEDSTAT = "/proc/thread-self/schedstat"
+
+
+def _busy_ns() -> int | None:
+    """ns this thread ran on a CPU plus ns it sat runnable waiting for one (schedstat fields 1 and 2).
+
+    Waiting for a CPU counts as busy: on a loaded machine CPU-bound loading is slow because it lacks CPU,
+    which more workers than cores would not fix. Sleeping on storage shows in neither field.
+    """
+    try:
+        with open(SCHEDSTAT, encoding="ascii") as f:
+            run_ns, wait_ns = f.read().split()[:2]
+        return int(run_ns) + int(wait_ns)
+    except (OSError, ValueError):
+        return None
+
+
+def probe_cpu_fraction(dataset, n: int = PROBE_SAMPLES, budget_s: float = PROBE_BUDGET_S) -> float | None:
+    """Fraction of a sample fetch spent on (or queued for) a CPU; the rest is waiting. None when not measurable."""
+    try:
+        size = len(dataset)
+    except TypeError:
+        return None
+    if size == 0:
+        return None
+    idx = [int(i * size / n) for i in range(min(n, size))]
+    use_sched = _busy_ns() is not None
+    wall = busy = 0.0
+    for i in idx:
+        w0 = time.perf_counter()
+        b0 = _busy_ns() / 1e9 if use_sched else time.process_time()
+        dataset[i]
+        b1 = _busy_ns() / 1e9 if use_sched else time.process_time()
+        wall += time.perf_counter() - w0
+        busy += b1 - b0
+        if wall > budget_s:
+            break
+    return None if wall <= 0 else min(1.0, busy / wall)
+
+
+def choose_workers(cpu_fraction: float | None, cores: int) -> tuple[int, str]:
+    if cpu_fraction is None or cpu_fraction >= CPU_BOUND_FRACTION:
+        what = "CPU-bound loading" if cpu_fraction is not None else "loading of unknown kind"
+        frac = "" if cpu_fraction is None else f" ({100 * cpu_fraction:.0f}% CPU per fetch)"
+        return cores, f"{what}{frac}: {cores} worker(s), one per available core"
+    n = min(MAX_WORKERS, WAIT_WORKERS_PER_CORE * cores)
+    return n, (f"loading mostly waits ({100 * cpu_fraction:.0f}% CPU per fetch): {n} workers "
+               f"on {cores} core(s), more than cores since waiting workers use no CPU")
+
+
+def _shards_itself(dataset) -> bool:
+    # An IterableDataset must split its stream by get_worker_info(), or every worker yields the same data.
+    try:
+        src = inspect.getsource(type(dataset))
+    except (OSError, TypeError):
+        return False
+    return "get_worker_info" in src
+
+
+def install(ctx: FixContext) -> None:
+    import torch
+    from torch.utils.data import DataLoader, IterableDataset
+
+    state = ctx.state
+    original_init = DataLoader.__init__
+    signature = inspect.signature(original_init)
+    use_cuda = cuda_available(torch)
+    cores = available_cores()
+    seen = {"n": 0}
+
+    @functools.wraps(original_init)   # keeps the real signature visible to a fix stacked on top
+    def patched_init(self, *args, **kwargs):
+        if not ctx.in_main_process():
+            return original_init(self, *args, **kwargs)
+        try:
+            bound = signature.bind(self, *args, **kwargs)
+        except TypeError:
+            return original_init(self, *args, **kwargs)   # let DataLoader raise its own error
+        seen["n"] += 1
+        target = f"DataLoader #{seen['n']}"
+        new = decide(bound.arguments, target)
+        if new:
+            bound.arguments.update(new)
+        return original_init(*bound.args, **bound.kwargs)
+
+    def _decide(a: dict, target: str) -> dict | None:
+        dataset = a.get("dataset")
+        workers = a.get("num_workers", 0) or 0
+        if workers > 0:
+            state.skipped(f"already uses {workers} worker(s)", target)
+            return None
+        if isinstance(dataset, IterableDataset) and not _shards_itself(dataset):
+            state.skipped("an IterableDataset without worker sharding (get_worker_info) would duplicate data",
+                          target)
+            return None
+        ctx_mp = a.get("multiprocessing_context")
+        method = ctx_mp if isinstance(ctx_mp, str) else getattr(ctx_mp, "_name", None) or \
+            torch.multiprocessing.get_start_method(allow_none=True) or "fork"
+        if method != "fork":
+            try:
+                pickle.dumps(dataset)
+            except Exception as e:
+                state.skipped(f"dataset cannot be pickled for '{method}' workers ({type(e).__name__})", target)
+                return None
+        frac = None if isinstance(dataset, IterableDataset) else probe_cpu_fraction(dataset)
+        n, why = choose_workers(frac, cores)
+        if frac is not None and frac >= CPU_BOUND_FRACTION and cores < 2:
+            state.skipped(f"CPU-bound loading with {cores} available core: workers would compete with training",
+                          target)
+            return None
+        new = {"num_workers": n, "persistent_workers": True,
+               "prefetch_factor": PREFETCH_FACTOR_WAITING if n > cores else 2}
+        if use_cuda and not a.get("pin_memory"):
+            new["pin_memory"] = True
+        state.applied(target, why + ", persistent workers, prefetch_factor "
+                      f"{new['prefetch_factor']}" + (", pinned memory" if new.get("pin_memory") else ""),
+                      num_workers=n, cpu_fraction=frac, cores=cores, **{k: v for k, v in new.items()
+                                                                         if k != "num_workers"})
+        return new
+
+    decide = ctx.safely(_decide)
+    ctx.patch(DataLoader, "__init__", patched_init)
+    # DataLoader warns when workers outnumber cores; here that is the point (they wait, not compute).
+    import warnings
+    saved_filters = warnings.filters[:]
+    warnings.filterwarnings("ignore", message=r"This DataLoader will create \d+ worker processes in total")
+    ctx.on_undo(lambda: warnings.filters.__setitem__(slice(None), saved_filters))
+    if use_cuda:
+        from . import prefetch_device
+        prefetch_device.install(ctx)

@@ -1,0 +1,194 @@
+"""Wiring for `haiprof run --fix`: choose the fixes, find the baseline, install them, record what they did.
+
+  --fix ID[,ID...]  the named fixes (ID=VARIANT picks a variant, e.g. compress=powersgd);
+  --fix auto        the fixes the diagnosis recommends: the findings of the latest run of the same command in
+                    the output directory, or, when there is none, of a short diagnosis pass run first.
+The baseline (for the before/after comparison and the loss guard) is the latest unfixed, finished run of the same
+command in the output directory; a diagnosis pass becomes that baseline.
+Files: fixes.json (plan, then results) and losses.json (every run, fixed or not) in the run directory.
+"""
+from __future__ import annotations
+
+import json
+import os
+import subprocess
+import sys
+import time
+from dataclasses import asdict, dataclass, field
+from pathlib import Path
+
+from .cli import UserError
+from .rundir import RunDir, write_json_atomic
+
+FIXES_FILE = "fixes.json"
+LOSSES_FILE = "losses.json"
+DIAGNOSIS_STEPS = 20
+
+
+class FixRequestError(UserError):
+    """Bad --fix value (unknown id), or a diagnosis pass that failed: one line for the user."""
+
+
+@dataclass
+class FixPlan:
+    spec: str
+    requested: dict = field(default_factory=dict)
+    source: str = "explicit"
+    diagnosis_run: str | None = None
+    baseline_run: str | None = None
+    note: str | None = None
+
+
+def target_key(meta: dict) -> tuple:
+    """What makes two runs 'the same command': the script (resolved) or module, its arguments, and the rank
+    (under torchrun each rank compares with its own earlier run)."""
+    if meta.get("module"):
+        what = ("module", meta["module"])
+    else:
+        what = ("script", os.path.realpath(os.path.join(meta.get("cwd") or ".", meta.get("script") or "")))
+    return what + (tuple(meta.get("argv") or ()), meta.get("rank"))
+
+
+def runs_of(parent: Path, key: tuple, exclude: Path | None = None) -> list[tuple[dict, RunDir]]:
+    """Earlier runs of the same command under parent, newest first."""
+    found = []
+    if not parent.is_dir():
+        return found
+    for meta_path in parent.glob("*/meta.json"):
+        d = meta_path.parent
+        if exclude is not None and d.resolve() == exclude.resolve():
+            continue
+        try:
+            meta = json.loads(meta_path.read_text(encoding="utf-8"))
+        except (OSError, ValueError):
+            continue
+        if target_key(meta) == key:
+            found.append((meta, RunDir(d)))
+    found.sort(key=lambda m: m[0].get("start_time") or 0, reverse=True)
+    return found
+
+
+def _usable(meta: dict, rd: RunDir) -> dict | None:
+    if meta.get("exit_code") != 0 or not rd.file("summary.json").is_file():
+        return None
+    try:
+        s = rd.read_summary()
+    except (OSError, ValueError):
+        return None
+    return s if s.get("steps") else None
+
+
+def find_baseline(parent: Path, key: tuple, exclude: Path | None = None) -> tuple[RunDir, dict] | None:
+    for meta, rd in runs_of(parent, key, exclude):
+        if meta.get("fixes_requested"):
+            continue
+        s = _usable(meta, rd)
+        if s is not None:
+            return rd, s
+    return None
+
+
+def recommended(summary: dict) -> dict:
+    """Fix ids the diagnosis recommends: those of the finding that names the bottleneck."""
+    from haiprof.fixes import FIX_IDS
+    kind = summary.get("bottleneck")
+    out: dict = {}
+    for f in summary.get("findings") or []:
+        if f.get("kind") == kind:
+            for fix in f.get("fixes") or []:
+                if fix in FIX_IDS:
+                    out[fix] = None
+    return {k: None for k in FIX_IDS if k in out}
+
+
+def diagnosis_pass(opts, parent: Path, target_name: str, steps: int) -> Path:
+    out = parent / f"{target_name}-diagnosis-{time.strftime('%Y%m%d-%H%M%S')}"
+    target = ["-m", opts.module] if opts.module else [opts.script]
+    cmd = [sys.executable, "-m", "haiprof", "run", "--quiet", "--steps", str(steps), "--out", str(out),
+           "--sample-interval", str(opts.sample_interval_s), *target, *opts.args]
+    out.mkdir(parents=True, exist_ok=True)
+    with open(out / "stdout.txt", "w", encoding="utf-8") as stdout:   # keep the terminal for the real run
+        subprocess.run(cmd, stdout=stdout, check=False)
+    return out
+
+
+def plan(opts, out_dir: Path, target_name: str, meta_key: tuple) -> FixPlan:
+    from haiprof.fixes import AUTO, FixSpecError, parse_spec
+    spec = opts.fix.strip()
+    parent = out_dir.parent
+    p = FixPlan(spec=spec)
+    if spec.lower() == AUTO:
+        prior = None
+        for meta, rd in runs_of(parent, meta_key, exclude=out_dir):
+            s = _usable(meta, rd)
+            if s is not None and not meta.get("fixes_requested"):
+                prior = (rd, s)
+                break
+        if prior is not None:
+            p.source = "auto: findings of the latest run of this command"
+        else:
+            steps = opts.steps or DIAGNOSIS_STEPS
+            if not opts.quiet:
+                print(f"haiprof: --fix auto: no earlier run of this command in {parent}; "
+                      f"diagnosing with a {steps}-step run first", file=sys.stderr)
+            d = diagnosis_pass(opts, parent, target_name, steps)
+            rd = RunDir(d)
+            s = _usable(rd.read_meta() if rd.file("meta.json").is_file() else {}, rd)
+            if s is None:
+                raise FixRequestError(f"--fix auto: the diagnosis run in {d} did not finish cleanly")
+            prior = (rd, s)
+            p.source = "auto: findings of a diagnosis run"
+        p.diagnosis_run = str(prior[0].path.resolve())
+        p.requested = recommended(prior[1])
+        if not p.requested:
+            p.note = f"the diagnosis found no bottleneck with a fix ({prior[1].get('bottleneck')}): nothing applied"
+    else:
+        try:
+            p.requested = parse_spec(spec)
+        except FixSpecError as e:
+            raise FixRequestError(str(e)) from None
+    base = find_baseline(parent, meta_key, exclude=out_dir)
+    if base is not None:
+        p.baseline_run = str(base[0].path.resolve())
+    return p
+
+
+class FixSession:
+    """Installed around the script by session.run: fixes first (innermost), the loss recorder after them."""
+
+    def __init__(self, run_dir: RunDir, fix_plan: FixPlan | None):
+        self.run_dir, self.plan = run_dir, fix_plan
+        self.installed = None
+        self.losses = None
+
+    def start(self) -> None:
+        diagnosis = None
+        if self.plan is not None:
+            write_json_atomic(self.run_dir.file(FIXES_FILE), {**asdict(self.plan), "results": None})
+            if self.plan.diagnosis_run:
+                try:
+                    diagnosis = RunDir(self.plan.diagnosis_run).read_summary()
+                except (OSError, ValueError):
+                    diagnosis = None
+            if self.plan.requested:
+                from haiprof.fixes import install_fixes
+                self.installed = install_fixes(self.plan.requested, diagnosis)
+        from haiprof.collectors.loss import LossRecorder
+        try:
+            self.losses = LossRecorder().install()
+        except Exception as e:
+            self.run_dir.record_status("loss", False, f"loss hook could not be installed: {type(e).__name__}: {e}")
+
+    def finish(self) -> None:
+        if self.losses is not None:
+            self.losses.uninstall()
+            write_json_atomic(self.run_dir.file(LOSSES_FILE),
+                              {"losses": self.losses.values(), "dropped": self.losses.dropped})
+        if self.plan is not None:
+            results = self.installed.finish() if self.installed is not None else []
+            write_json_atomic(self.run_dir.file(FIXES_FILE), {**asdict(self.plan), "results": results})
+
+
+def format_requested(fix_plan: FixPlan) -> str | None:
+    from haiprof.fixes import format_spec
+    return format_spec(fix_plan.requested) if fix_plan.requested else None

@@ -1,0 +1,130 @@
+"""`haiprof run --fix` end to end on a real training script: fixes take effect (as the script itself observes),
+the loss guard holds, before/after lands in summary.json, the report and `haiprof compare`."""
+import json
+import shutil
+
+import pytest
+
+from conftest import SCRIPTS, load_summary, run_haiprof
+
+WORKLOAD = SCRIPTS / "fix_workload.py"
+ARGS = ["--steps", "12"]
+
+
+def probe(stdout: str) -> dict:
+    line = [x for x in stdout.splitlines() if x.startswith("PROBE ")][-1]
+    return json.loads(line[len("PROBE "):])
+
+
+def fixed_run(parent, name, fix, *args):
+    out = parent / name
+    r = run_haiprof("run", "--fix", fix, "--out", out, WORKLOAD, *(args or ARGS), timeout=400)
+    assert r.returncode == 0, r.stderr
+    return out, r
+
+
+@pytest.fixture(scope="module")
+def runs(tmp_path_factory):
+    parent = tmp_path_factory.mktemp("fixruns")
+    r = run_haiprof("run", "--quiet", "--out", parent / "baseline", WORKLOAD, *ARGS)
+    assert r.returncode == 0, r.stderr
+    return parent
+
+
+def results(summary):
+    return {r["id"]: r for r in summary["fixes"]["results"]}
+
+
+def test_prefetch_fused_optim_amp_take_effect_and_loss_holds(runs):
+    out, r = fixed_run(runs, "fixed", "prefetch,fused-optim,amp")
+    p = probe(r.stdout)
+    assert p["num_workers"] > 1 and p["persistent_workers"]
+    assert p["main_pid"] not in p["batch_pids"] and len(p["batch_pids"]) > 1   # worker processes loaded
+    assert p["foreach"] is True
+    s = load_summary(out)
+    res = results(s)
+    assert res["prefetch"]["status"] == res["fused-optim"]["status"] == "applied"
+    if res["amp"]["status"] == "applied":          # a CPU with bf16 instructions
+        assert p["autocast"] == [True] and p["hidden_dtype"] == ["torch.bfloat16"]
+    else:
+        assert "bf16" in res["amp"]["reason"]
+    assert s["loss_guard"]["status"] == "ok", s["loss_guard"]
+    assert s["loss_guard"]["steps_compared"] == 12
+    assert s["comparison"]["baseline_run"] == str((runs / "baseline").resolve())
+    assert s["comparison"]["before"]["bottleneck"] == "io"
+    html = (out / "report.html").read_text()
+    assert 'id="before-after"' in html and 'id="loss-guard"' in html and "fused-optim" in html
+    assert "loss guard ok" in r.stderr and "before/after against" in r.stderr
+
+
+@pytest.mark.slow
+def test_compile_takes_effect_and_reports_compile_time(runs):
+    out, r = fixed_run(runs, "compiled", "compile,cuda-graphs")
+    p = probe(r.stdout)
+    s = load_summary(out)
+    res = results(s)
+    assert p["forward_compiled"] is True, res
+    assert res["compile"]["status"] == "applied"
+    assert res["compile"]["details"]["graphs_compiled"] >= 1 and res["compile"]["details"]["compile_s"] > 0
+    assert res["cuda-graphs"]["status"] == "skipped" and res["cuda-graphs"]["reason"] == "no CUDA device"
+    assert s["loss_guard"]["status"] == "ok", s["loss_guard"]
+    assert "compile time" in r.stderr
+
+
+def test_compare_command(runs):
+    out, _ = fixed_run(runs, "fixed-sgd", "fused-optim")
+    r = run_haiprof("compare", runs / "baseline", out)
+    assert r.returncode == 0, r.stderr
+    for text in ("step time (median)", "throughput", "verdict:", "loss guard: ok", "fused-optim applied"):
+        assert text in r.stdout
+    j = json.loads(run_haiprof("compare", "--json", runs / "baseline", out).stdout)
+    assert j["comparison"]["before"]["steps"] == 12 and j["loss_guard"]["status"] == "ok"
+    bad = run_haiprof("compare", runs / "baseline", runs / "nope")
+    assert bad.returncode != 0 and bad.stderr.strip().count("\n") == 0 and "haiprof: error:" in bad.stderr
+
+
+def test_guard_flags_a_diverging_fix(runs, tmp_path):
+    # A fixed run whose loss does not match its baseline's must be flagged: shift the baseline's losses.
+    src = runs / "fixed-sgd" if (runs / "fixed-sgd").exists() else fixed_run(runs, "fixed-sgd", "fused-optim")[0]
+    base, fixed = tmp_path / "base", tmp_path / "fixed"
+    shutil.copytree(runs / "baseline", base)
+    shutil.copytree(src, fixed)
+    losses = json.loads((base / "losses.json").read_text())
+    losses["losses"] = [x + 0.5 for x in losses["losses"]]
+    (base / "losses.json").write_text(json.dumps(losses))
+    fx = json.loads((fixed / "fixes.json").read_text())
+    fx["baseline_run"] = str(base)
+    (fixed / "fixes.json").write_text(json.dumps(fx))
+    r = run_haiprof("report", fixed)
+    assert r.returncode == 0, r.stderr
+    s = load_summary(fixed)
+    assert s["loss_guard"]["status"] == "diverged"
+    assert s["findings"][0]["kind"] == "fix-guard" and s["findings"][0]["severity"] == "high"
+    assert "loss guard diverged" in r.stderr
+
+
+def test_auto_diagnoses_first_then_reuses_the_latest_run(tmp_path):
+    args = ["--steps", "8", "--latency-ms", "3"]
+    r = run_haiprof("run", "--fix", "auto", "--out", tmp_path / "auto1", WORKLOAD, *args)
+    assert r.returncode == 0, r.stderr
+    assert "diagnosing with a 20-step run first" in r.stderr   # haiprof's default diagnosis length
+    s = load_summary(tmp_path / "auto1")
+    assert s["fixes"]["source"] == "auto: findings of a diagnosis run"
+    assert s["fixes"]["requested"] == ["prefetch"]
+    diag = s["fixes"]["diagnosis_run"]
+    assert load_summary(diag)["bottleneck"] == "io"
+    assert s["comparison"]["baseline_run"] == diag and s["loss_guard"]["status"] == "ok"
+    assert probe(r.stdout)["num_workers"] > 1
+    r2 = run_haiprof("run", "--fix", "auto", "--out", tmp_path / "auto2", WORKLOAD, *args)
+    assert r2.returncode == 0, r2.stderr
+    s2 = load_summary(tmp_path / "auto2")
+    assert s2["fixes"]["source"] == "auto: findings of the latest run of this command"
+    assert s2["fixes"]["diagnosis_run"] == diag and s2["fixes"]["requested"] == ["prefetch"]
+
+
+def test_unknown_fix_is_one_line_error(tmp_path):
+    r = run_haiprof("run", "--fix", "prefetch,turbo", "--out", tmp_path / "r", WORKLOAD)
+    assert r.returncode == 2
+    assert r.stderr.strip() == ("haiprof: error: unknown fix 'turbo' (known: prefetch, fused-optim, amp, compile, "
+                                "cuda-graphs, compress, bucket, or auto)")
+    assert not (tmp_path / "r").exists()
