@@ -56,6 +56,7 @@ class DeviceEvents:
     correlation: np.ndarray
     name: pd.Categorical
     launch_ts_us: np.ndarray  # start of the host event with the same correlation id; NaN when none
+    host_cutoff_us: float = np.inf   # host events from here on were left out (the last ProfilerStep)
 
     def __len__(self) -> int:
         return len(self.ts_us)
@@ -90,6 +91,7 @@ def device_events(td, rank: int, filter_last_step: bool) -> DeviceEvents:
     sync = names.isin(DEVICE_SYNC_NAMES).to_numpy()
     device_like = ((stream >= 0) & (corr >= 0)) | sync
     host = rows & ~device_like
+    last_start = np.inf
     if filter_last_step and host.any():
         is_step = names.cat.codes.to_numpy()
         step_codes = [i for i, c in enumerate(names.cat.categories) if PROFILER_STEP.match(c)]
@@ -113,7 +115,7 @@ def device_events(td, rank: int, filter_last_step: bool) -> DeviceEvents:
         first = first[~first.index.duplicated()]
         launch = first.reindex(corr[order]).to_numpy(dtype=float)
     return DeviceEvents(rank, ts[order], end[order], kind, stream[order], corr[order],
-                        pd.Categorical(name_cat), launch)
+                        pd.Categorical(name_cat), launch, float(last_start))
 
 
 def merge(ts: np.ndarray, end: np.ndarray) -> tuple[np.ndarray, np.ndarray]:

@@ -25,6 +25,17 @@ class RunData:
     timelines: dict = field(default_factory=dict)      # panel -> series, ready to plot
 
 
+def _trace_results(run_dir: RunDir) -> dict:
+    """Per-rank results `haiprof analyze` stored beside the phases (trace.json); {} for `haiprof run` dirs."""
+    import json
+    try:
+        with open(run_dir.file("trace.json"), encoding="utf-8") as f:
+            out = json.load(f)
+        return out if isinstance(out, dict) else {}
+    except (OSError, ValueError):
+        return {}
+
+
 def analyze(run_dir: RunDir, extra_findings: list | None = None) -> RunData:
     meta = run_dir.read_meta()
     all_steps, step_info = step_analysis.build_steps(iter_records(run_dir.read_phase_records()))
@@ -34,6 +45,8 @@ def analyze(run_dir: RunDir, extra_findings: list | None = None) -> RunData:
     n = len(all_steps)
     findings = verdict.phase_findings(share, len(steady), stats["median"]) if n else []
     findings += list(extra_findings or [])
+    trace = _trace_results(run_dir)  # `haiprof analyze` directories
+    findings += trace.get("findings", [])
     bottleneck, headline = verdict.decide(findings, n)
     samples = {name: run_dir.read_samples(name) for name in run_dir.sample_collectors()}
     status = run_dir.read_status()
@@ -61,4 +74,8 @@ def analyze(run_dir: RunDir, extra_findings: list | None = None) -> RunData:
             "message": "the run did not finish under haiprof (killed?): data up to the last flush is shown",
             "evidence": {"last_flush": "≤ 1 s before the end"}, "fixes": []})
     timelines = {"system": utilization.system_timelines(samples.get("system", []))}
+    if trace:
+        summary.update(source="trace", trace={k: v for k, v in trace.items() if k != "findings"})
+        step_info["boundary"] = "ProfilerStep annotations" if n else "none (no ProfilerStep annotations)"
+        timelines["trace"] = trace
     return RunData(run_dir, meta, summary, all_steps, samples, status, timelines)

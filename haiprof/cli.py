@@ -108,6 +108,8 @@ def cmd_report(argv: list[str]) -> int:
 COMMANDS = {
     "run": (cmd_run, "run a script or module under the profiler"),
     "report": (cmd_report, "rebuild summary.json and report.html from a run directory"),
+    "analyze": (lambda argv: __import__("haiprof.trace_analyze").trace_analyze.cmd_analyze(argv),
+                "analyse PyTorch profiler traces (a file or a directory of per-rank traces)"),
 }
 
 

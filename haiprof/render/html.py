@@ -124,8 +124,10 @@ def section_meta(d, figs):
     return f'<section id="meta"><h3>Run</h3><table class="grid">{rows}</table></section>'
 
 
-SECTIONS = [section_verdict, section_findings, section_phases, section_utilization, section_collectors,
-            section_meta]
+from .trace_panels import section_trace  # noqa: E402  (haiprof analyze)
+
+SECTIONS = [section_verdict, section_findings, section_trace, section_phases, section_utilization,
+            section_collectors, section_meta]
 
 CSS = """
 body{font-family:system-ui,-apple-system,Segoe UI,Roboto,sans-serif;margin:0 auto;max-width:1100px;padding:16px;color:#222}
