@@ -229,6 +229,26 @@ def idle_breakdown(d: DeviceEvents, kernel_wait_us: float) -> dict:
     return out
 
 
+def device_idle_breakdown(d: DeviceEvents, kernel_wait_us: float) -> dict:
+    """The same split on the whole device (all streams merged): each gap between busy periods is host wait when
+    the work after it was launched after the gap began. Parts sum to the temporal breakdown's idle time."""
+    out = {"host_wait_us": 0.0, "kernel_wait_us": 0.0, "other_us": 0.0}
+    if len(d) < 2:
+        return out
+    reach = np.maximum.accumulate(d.end_us)
+    first = np.flatnonzero(d.ts_us[1:] > reach[:-1]) + 1      # first event of each busy period after a gap
+    if len(first) == 0:
+        return out
+    prev_end = reach[first - 1]
+    gap = d.ts_us[first] - prev_end
+    host_wait = d.launch_ts_us[first] > prev_end
+    kernel_wait = ~host_wait & (gap < kernel_wait_us)
+    out["host_wait_us"] = float(gap[host_wait].sum())
+    out["kernel_wait_us"] = float(gap[kernel_wait].sum())
+    out["other_us"] = float(gap[~host_wait & ~kernel_wait].sum())
+    return out
+
+
 def analyse_ranks(traces: dict) -> dict:
     """{rank: DeviceEvents} for {rank: TraceData}, with HTA's step filtering decided across all ranks."""
     filter_last = len(profiler_step_names(traces.values())) >= 2

@@ -4,10 +4,12 @@ Phase intervals, in the run directory's phases.jsonl form (name, start_ns, end_n
 exactly as it does for `haiprof run`:
   step boundary   end of each ProfilerStep#N
   dataloader      enumerate(DataLoader)#... annotations
-  forward         from the step start to the first backward/optimizer event of the step (nested phases win)
+  forward         from the step start to the first backward event (or Optimizer.step) of the step; nested
+                  phases win; "## forward ##"-style annotations where a training loop adds them
   backward        first to last autograd::engine::evaluate_function event of the step
   optimizer       Optimizer.step#... / Optimizer.zero_grad#... annotations
-  allreduce       host collectives (gloo/c10d) and, on the device, communication kernels not hidden by compute
+  allreduce       on the device, communication kernels not hidden by compute; in GPU-less traces host
+                  collectives (gloo:/c10d::/nccl: ops: there they block the host)
   h2d             host-to-device copies on the device not hidden by compute
 Device intervals carry the "gpu:" prefix: steps.py then takes those phases from the device timeline.
 """
@@ -20,7 +22,9 @@ from .trace_breakdown import COMMUNICATION, COMPUTATION, KIND_CODES, merge
 
 STEP_PREFIX = "ProfilerStep#"
 DATALOADER_PREFIX = "enumerate(DataLoader)"
-OPTIMIZER_PREFIXES = ("Optimizer.step#", "Optimizer.zero_grad#")
+OPTIMIZER_PREFIXES = ("Optimizer.step#", "Optimizer.zero_grad#", "## optimizer ##")
+FORWARD_PREFIXES = ("## forward ##",)       # explicit annotations some training loops add
+BACKWARD_ANNOTATIONS = ("## backward ##",)
 BACKWARD_PREFIX = "autograd::engine::evaluate_function"
 HOST_COLLECTIVE_PREFIXES = ("gloo:", "c10d::", "nccl:", "record_param_comms")
 HOST_CATS = ("cpu_op", "user_annotation")
@@ -78,9 +82,13 @@ def phase_records(td, dev=None) -> tuple[list, dict]:
     recs = []
     backward = _host_intervals(ev, (BACKWARD_PREFIX,))
     optim = _host_intervals(ev, OPTIMIZER_PREFIXES)
-    for name, ivs in (("dataloader", _host_intervals(ev, (DATALOADER_PREFIX,))), ("optimizer", optim),
-                      ("allreduce", _host_intervals(ev, HOST_COLLECTIVE_PREFIXES))):
+    phases = [("dataloader", _host_intervals(ev, (DATALOADER_PREFIX,))), ("optimizer", optim),
+              ("forward", _host_intervals(ev, FORWARD_PREFIXES)), ("backward", _host_intervals(ev, BACKWARD_ANNOTATIONS))]
+    if dev is None or len(dev) == 0:   # with a device, host collective calls only enqueue work
+        phases.append(("allreduce", _host_intervals(ev, HOST_COLLECTIVE_PREFIXES)))
+    for name, ivs in phases:
         recs += [[name, ns(a), ns(b)] for a, b in ivs]
+    optim = _host_intervals(ev, ("Optimizer.step#",))
     bw_ts = np.array([a for a, _ in backward])
     bw_end = np.array([b for _, b in backward])
     opt_ts = np.array([a for a, _ in optim])

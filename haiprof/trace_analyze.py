@@ -82,12 +82,13 @@ def analyse(traces: dict) -> tuple[dict, list, dict]:
     for rank, td in traces.items():
         dev = devs[rank]
         temporal = B.temporal_breakdown(dev)
-        idle = B.idle_breakdown(dev, T.TRACE_KERNEL_WAIT_US)
+        idle = B.device_idle_breakdown(dev, T.TRACE_KERNEL_WAIT_US)
         launch = trace_ops.launch_stats(td, dev, T.TRACE_SHORT_KERNEL_US)
         host = trace_ops.host_op_stats(td)
         ranks[rank] = {"file": td.path, "device_type": td.device_type, "truncated": td.truncated,
                        "truncation_reason": td.truncation_reason, "events": int(len(td.events)),
                        "device_events": int(len(dev)), "temporal_breakdown": temporal, "idle_breakdown_us": idle,
+                       "idle_breakdown_per_stream_us": B.idle_breakdown(dev, T.TRACE_KERNEL_WAIT_US),
                        "comm_comp_overlap_pct": B.comm_comp_overlap_pct(dev), "launch_stats": launch,
                        "host_ops": host, "kernel_types": B.kernel_type_breakdown([dev])}
         if temporal is None:
