@@ -13,7 +13,6 @@ A file that ends early (truncated JSON or gzip) yields every complete event befo
 from __future__ import annotations
 
 import codecs
-import gzip
 import json
 import re
 import zlib
@@ -38,27 +37,51 @@ class TraceFormatError(Exception):
 
 
 class _Reader:
-    """Text chunks from a plain or gzip file; a broken gzip stream ends the text and sets `broken`."""
+    """Text chunks from a plain or gzip file. gzip is inflated here (not GzipFile) so that a stream cut short or
+    damaged still yields everything before the break; then `broken` says why it stopped."""
+
+    RAW_CHUNK = 1 << 20
 
     def __init__(self, path):
         self._raw = open(path, "rb")
-        head = self._raw.read(2)
+        self.gzipped = self._raw.read(2) == GZIP_MAGIC
         self._raw.seek(0)
-        self.gzipped = head == GZIP_MAGIC
-        self._f = gzip.GzipFile(fileobj=self._raw, mode="rb") if self.gzipped else self._raw
+        self._z = zlib.decompressobj(wbits=31) if self.gzipped else None
         self._dec = codecs.getincrementaldecoder("utf-8")(errors="replace")
         self.broken = ""
         self.eof = False
         self.bytes_read = 0
 
+    def _inflate(self) -> bytes:
+        out = []
+        size = 0
+        while size < CHUNK_CHARS:
+            comp = self._raw.read(self.RAW_CHUNK)
+            if not comp:
+                if not self._z.eof and not self.broken:
+                    self.broken = "compressed stream ends early (gzip file truncated)"
+                break
+            try:
+                data = self._z.decompress(comp)
+                while self._z.eof and self._z.unused_data:   # concatenated gzip members
+                    rest = self._z.unused_data
+                    self._z = zlib.decompressobj(wbits=31)
+                    data += self._z.decompress(rest)
+            except zlib.error as e:
+                self.broken = f"compressed stream is damaged ({e})"
+                self._raw.seek(0, 2)
+                break
+            out.append(data)
+            size += len(data)
+        return b"".join(out)
+
     def read(self) -> str:
         if self.eof:
             return ""
         try:
-            data = self._f.read(CHUNK_CHARS)
-        except (EOFError, zlib.error, gzip.BadGzipFile, OSError) as e:
-            # gzip ended before its end-of-stream marker or is corrupt: keep what was decompressed so far
-            self.broken = f"compressed stream is damaged or ends early ({type(e).__name__}: {e})"
+            data = self._inflate() if self._z is not None else self._raw.read(CHUNK_CHARS)
+        except OSError as e:
+            self.broken = f"read error ({e})"
             data = b""
         self.bytes_read += len(data)
         if not data:
@@ -67,11 +90,7 @@ class _Reader:
         return self._dec.decode(data)
 
     def close(self) -> None:
-        try:
-            if self._f is not self._raw:
-                self._f.close()
-        finally:
-            self._raw.close()
+        self._raw.close()
 
 
 class Stream:
