@@ -72,13 +72,13 @@ def section_trace(d, figs) -> str:
     head = ("<tr><th>rank</th><th>span ms</th><th>idle %</th><th>compute %</th><th>non-compute %</th>"
             "<th>comm hidden by compute %</th><th>kernels</th><th>median kernel µs</th><th>mean launch µs</th>"
             "<th>host wait %</th></tr>")
-    parts.append(f"<table class='grid' id='trace-ranks'>{head}"
+    parts.append(f"<table class='grid' id=\"trace-ranks\">{head}"
                  + "".join(_rank_row(r, ranks[r]) for r in sorted(ranks, key=int)) + "</table>")
     kt = tr.get("kernel_type_breakdown") or []
     if kt:
         rows = "".join(f"<tr><td>{_esc(k['kernel_type'])}</td><td>{k['time_us'] / 1e3:.2f}</td>"
                        f"<td>{k['percentage']:.1f}</td></tr>" for k in kt)
-        parts.append(f"<h4>Kernel types, all ranks</h4><table class='grid' id='kernel-types'><tr><th>kernel type"
+        parts.append(f"<h4>Kernel types, all ranks</h4><table class='grid' id=\"kernel-types\"><tr><th>kernel type"
                      f"</th><th>ms</th><th>%</th></tr>{rows}</table>")
     parts += [_host_table(r, ranks[r]["host_ops"]) for r in sorted(ranks, key=int)]
     if tr.get("notes"):
