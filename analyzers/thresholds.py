@@ -75,3 +75,15 @@ CONSECUTIVE_KERNEL_DELAY_US = 30
 LOSS_GUARD_RTOL = 0.05
 LOSS_GUARD_ATOL = 1e-3
 LOSS_GUARD_WINDOW = 5
+# -- `haiprof analyze` (Kineto traces) ---------------------------------------------------------------------
+# Launch-bound on a device trace: share of the traced device span in which the device is idle waiting for the
+# host to enqueue work (HTA's "host wait"), graded like XProf's kernel-launch advice (3% moderate, 15% high),
+# and only when many kernels are short: at least this share run shorter than their own launch call (HTA's launch
+# statistics flag exactly those kernels).
+TRACE_HOST_WAIT_MODERATE = 0.03
+TRACE_HOST_WAIT_HIGH = 0.15
+TRACE_SHORT_KERNEL_SHARE = 0.5
+# Without launch/kernel pairs, a kernel shorter than this counts as short (µs).
+TRACE_SHORT_KERNEL_US = 10.0
+# HTA's consecutive-kernel delay: a gap between kernels on a stream shorter than this is launch overhead (µs).
+TRACE_KERNEL_WAIT_US = 30.0

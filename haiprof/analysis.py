@@ -26,6 +26,17 @@ class RunData:
     timelines: dict = field(default_factory=dict)      # panel -> series, ready to plot
 
 
+def _trace_results(run_dir: RunDir) -> dict:
+    """Per-rank results `haiprof analyze` stored beside the phases (trace.json); {} for `haiprof run` dirs."""
+    import json
+    try:
+        with open(run_dir.file("trace.json"), encoding="utf-8") as f:
+            out = json.load(f)
+        return out if isinstance(out, dict) else {}
+    except (OSError, ValueError):
+        return {}
+
+
 def analyze(run_dir: RunDir, extra_findings: list | None = None) -> RunData:
     meta = run_dir.read_meta()
     records = run_dir.read_phase_records()
@@ -40,6 +51,8 @@ def analyze(run_dir: RunDir, extra_findings: list | None = None) -> RunData:
     findings += list(extra_findings or [])
     op_trace = launch_analysis(run_dir)              # op-level trace of the tracing window, if any
     findings += op_trace.pop("findings", []) if op_trace else []
+    trace = _trace_results(run_dir)  # `haiprof analyze` directories
+    findings += trace.get("findings", [])
     samples = {name: run_dir.read_samples(name) for name in run_dir.sample_collectors()}
     status = run_dir.read_status()
     # -- hardware collectors: GPU, links, NUMA, disks, energy; input-bound split (haiprof/hw_analysis.py) --
@@ -80,6 +93,10 @@ def analyze(run_dir: RunDir, extra_findings: list | None = None) -> RunData:
     add_fix_results(run_dir, meta, summary)
     # --- end fixes ---
     timelines = {"system": utilization.system_timelines(samples.get("system", [])), "hardware": hw["timelines"]}
+    if trace:
+        summary.update(source="trace", trace={k: v for k, v in trace.items() if k != "findings"})
+        step_info["boundary"] = "ProfilerStep annotations" if n else "none (no ProfilerStep annotations)"
+        timelines["trace"] = trace
     return RunData(run_dir, meta, summary, all_steps, samples, status, timelines)
 
 

@@ -107,6 +107,11 @@ def cmd_run(argv: list[str]) -> int:
     return run(opts)
 
 
+def cmd_analyze(argv: list[str]) -> int:
+    from .trace_analyze import cmd_analyze as analyze  # pandas/numpy: imported only for this command
+    return analyze(argv)
+
+
 def cmd_report(argv: list[str]) -> int:
     p = argparse.ArgumentParser(prog="haiprof report", description="(Re)build summary.json and report.html "
                                 "from a run directory, e.g. after the run was killed.")
@@ -128,6 +133,7 @@ COMMANDS = {
     "report": (cmd_report, "rebuild summary.json and report.html from a run directory"),
     "doctor": (cmd_doctor, "list the collectors available on this host, why not, and how to enable them"),
     "compare": (cmd_compare, "before/after of two runs: step time, throughput, phases, verdict"),
+    "analyze": (cmd_analyze, "analyse PyTorch profiler traces (a file or a directory of per-rank traces)"),
 }
 
 

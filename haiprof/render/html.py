@@ -128,8 +128,10 @@ def section_meta(d, figs):
     return f'<section id="meta"><h3>Run</h3><table class="grid">{rows}</table></section>'
 
 
-SECTIONS = [section_verdict, section_findings, section_ranks, section_phases, section_ops, section_utilization,
-            hardware.section_hardware, section_collectors, section_meta]
+from .trace_panels import section_trace  # noqa: E402  (haiprof analyze)
+
+SECTIONS = [section_verdict, section_findings, section_trace, section_ranks, section_phases, section_ops,
+            section_utilization, hardware.section_hardware, section_collectors, section_meta]
 
 # --- fixes panel (haiprof run --fix): right after the verdict ---
 from .fixes_panel import section_fixes  # noqa: E402  (imports esc from this module)

@@ -1,0 +1,146 @@
+"""Training phases and findings from a Kineto trace's annotations.
+
+Phase intervals, in the run directory's phases.jsonl form (name, start_ns, end_ns) so steps.py attributes them
+exactly as it does for `haiprof run`:
+  step boundary   end of each ProfilerStep#N
+  dataloader      enumerate(DataLoader)#... annotations
+  forward         from the step start to the first backward event (or Optimizer.step) of the step; nested
+                  phases win; "## forward ##"-style annotations where a training loop adds them
+  backward        first to last autograd::engine::evaluate_function event of the step
+  optimizer       Optimizer.step#... / Optimizer.zero_grad#... annotations
+  allreduce       on the device, communication kernels not hidden by compute; in GPU-less traces host
+                  collectives (gloo:/c10d::/nccl: ops: there they block the host)
+  h2d             host-to-device copies on the device not hidden by compute
+Device intervals carry the "gpu:" prefix: steps.py then takes those phases from the device timeline.
+"""
+from __future__ import annotations
+
+import numpy as np
+
+from . import thresholds as T
+from .trace_breakdown import COMMUNICATION, COMPUTATION, KIND_CODES, merge
+
+STEP_PREFIX = "ProfilerStep#"
+DATALOADER_PREFIX = "enumerate(DataLoader)"
+OPTIMIZER_PREFIXES = ("Optimizer.step#", "Optimizer.zero_grad#", "## optimizer ##")
+FORWARD_PREFIXES = ("## forward ##",)       # explicit annotations some training loops add
+BACKWARD_ANNOTATIONS = ("## backward ##",)
+BACKWARD_PREFIX = "autograd::engine::evaluate_function"
+HOST_COLLECTIVE_PREFIXES = ("gloo:", "c10d::", "nccl:", "record_param_comms")
+HOST_CATS = ("cpu_op", "user_annotation")
+
+
+def _host_intervals(ev, prefixes) -> list[tuple[float, float]]:
+    cats = ev["cat"].isin(HOST_CATS).to_numpy()
+    names = ev["name"]
+    hit = {c for c in names.cat.categories if c.startswith(prefixes)}
+    m = cats & names.isin(hit).to_numpy() & ev["dur_us"].notna().to_numpy()
+    ts = ev["ts_us"].to_numpy()[m]
+    return sorted(zip(ts, ts + ev["dur_us"].to_numpy()[m]))
+
+
+def _subtract(s1, e1, s2, e2) -> list[tuple[float, float]]:
+    """Parts of the disjoint sorted intervals (s1, e1) not covered by the disjoint sorted (s2, e2)."""
+    out, j = [], 0
+    for a, b in zip(s1, e1):
+        cur = a
+        while j < len(s2) and e2[j] <= cur:
+            j += 1
+        k = j
+        while k < len(s2) and s2[k] < b:
+            if s2[k] > cur:
+                out.append((cur, s2[k]))
+            cur = max(cur, e2[k])
+            k += 1
+        if cur < b:
+            out.append((cur, b))
+    return out
+
+
+def exposed_device_us(dev, kind: str, name_prefix: str = "") -> list[tuple[float, float]]:
+    m = dev.kind == KIND_CODES[kind]
+    if name_prefix:
+        m = m & np.array([str(n).startswith(name_prefix) for n in dev.name], dtype=bool)
+    s, e = merge(dev.ts_us[m], dev.end_us[m])
+    comp = dev.kind == KIND_CODES[COMPUTATION]
+    cs, ce = merge(dev.ts_us[comp], dev.end_us[comp])
+    return _subtract(s, e, cs, ce)
+
+
+def phase_records(td, dev=None) -> tuple[list, dict]:
+    """(records, info) for one rank: phases.jsonl-style records in ns relative to the trace start."""
+    ev = td.events
+    steps = _host_intervals(ev, (STEP_PREFIX,))
+    info = {"profiler_steps": len(steps)}
+    if not steps:
+        return [], info
+    t0 = min(float(ev["ts_us"].min()), steps[0][0])
+
+    def ns(t):
+        return int(round((t - t0) * 1000))
+
+    recs = []
+    backward = _host_intervals(ev, (BACKWARD_PREFIX,))
+    optim = _host_intervals(ev, OPTIMIZER_PREFIXES)
+    phases = [("dataloader", _host_intervals(ev, (DATALOADER_PREFIX,))), ("optimizer", optim),
+              ("forward", _host_intervals(ev, FORWARD_PREFIXES)), ("backward", _host_intervals(ev, BACKWARD_ANNOTATIONS))]
+    if dev is None or len(dev) == 0:   # with a device, host collective calls only enqueue work
+        phases.append(("allreduce", _host_intervals(ev, HOST_COLLECTIVE_PREFIXES)))
+    for name, ivs in phases:
+        recs += [[name, ns(a), ns(b)] for a, b in ivs]
+    optim = _host_intervals(ev, ("Optimizer.step#",))
+    bw_ts = np.array([a for a, _ in backward])
+    bw_end = np.array([b for _, b in backward])
+    opt_ts = np.array([a for a, _ in optim])
+    for a, b in steps:
+        inside = (bw_ts >= a) & (bw_ts < b) if len(bw_ts) else np.zeros(0, bool)
+        first_other = [b]
+        if inside.any():
+            recs.append(["backward", ns(bw_ts[inside].min()), ns(min(b, bw_end[inside].max()))])
+            first_other.append(bw_ts[inside].min())
+        o = opt_ts[(opt_ts >= a) & (opt_ts < b)] if len(opt_ts) else opt_ts
+        if len(o):
+            first_other.append(o.min())
+        recs.append(["forward", ns(a), ns(min(first_other))])
+        recs.append(["@step", ns(b), ns(b)])
+    if dev is not None and len(dev):
+        recs += [["gpu:allreduce", ns(a), ns(b)] for a, b in exposed_device_us(dev, COMMUNICATION)]
+        recs += [["gpu:h2d", ns(a), ns(b)] for a, b in exposed_device_us(dev, "MEMORY", "Memcpy HtoD")]
+        info["device_phases"] = ["allreduce", "h2d"]
+    return recs, info
+
+
+def launch_finding(rank, temporal: dict | None, idle: dict, launch: dict) -> dict | None:
+    """`launch` when the device waits on the host while many short kernels run (thresholds.py)."""
+    if not temporal or temporal["kernel_time_us"] <= 0:
+        return None
+    host_wait = idle["host_wait_us"] / temporal["kernel_time_us"]
+    short = launch.get("kernel_shorter_than_launch_share")
+    if short is None:
+        short = launch.get("short_kernel_share")
+    sev = "high" if host_wait >= T.TRACE_HOST_WAIT_HIGH else "moderate" if host_wait >= T.TRACE_HOST_WAIT_MODERATE \
+        else None
+    if sev is None or short is None or short < T.TRACE_SHORT_KERNEL_SHARE:
+        return None
+    p50 = launch["kernel_dur_us"]["p50"]
+    return {
+        "kind": "launch", "severity": sev, "share": host_wait,
+        "message": f"rank {rank}: the device waits on the host {100 * host_wait:.0f}% of the traced span while "
+                   f"{100 * short:.0f}% of {launch['kernels']} kernels run shorter than their launch call "
+                   f"(median kernel {p50:.1f} µs, mean launch {launch.get('mean_cpu_launch_us') or 0:.1f} µs)",
+        "evidence": {"rank": rank, "host_wait_share": host_wait, "short_kernel_share": short,
+                     "kernels": launch["kernels"], "median_kernel_us": p50,
+                     "thresholds": {"moderate": T.TRACE_HOST_WAIT_MODERATE, "high": T.TRACE_HOST_WAIT_HIGH,
+                                    "short_kernel_share": T.TRACE_SHORT_KERNEL_SHARE}},
+        "fixes": ["cuda-graphs", "compile", "fused-optim"],
+    }
+
+
+def no_device_finding(rank, host: dict) -> dict:
+    top = host["top_ops"][0] if host.get("top_ops") else None
+    what = (f"; top operator by self time: {top['name']} ({100 * top['self_share']:.0f}%, {top['count']} calls)"
+            if top else "")
+    return {"kind": "no-device", "severity": "info", "share": 0.0,
+            "message": f"rank {rank}: no GPU activity in this trace (no kernels, copies or device events); "
+                       f"host-side analysis only: {host['ops']} operators on {host['threads']} thread(s){what}",
+            "evidence": {"rank": rank, "ops": host["ops"], "threads": host["threads"]}, "fixes": []}

@@ -1,0 +1,172 @@
+"""`haiprof analyze PATH`: analyse existing PyTorch profiler (Kineto) traces into a run directory.
+
+PATH is one trace (.json / .json.gz) or a directory of per-rank traces. The run directory gets what `haiprof run`
+writes (meta.json, phases.jsonl from the trace's annotations, summary.json, report.html) plus trace.json with the
+per-rank device analysis; summary.json carries it under "trace". Wiring only: the numbers come from the analyzers.
+"""
+from __future__ import annotations
+
+import argparse
+import gc
+import sys
+import time
+from pathlib import Path
+
+from . import __version__
+from .cli import UserError
+from .rundir import PHASES_FILE, RunDir, write_json_atomic
+
+TRACE_FILE = "trace.json"
+
+
+def _parser() -> argparse.ArgumentParser:
+    p = argparse.ArgumentParser(prog="haiprof analyze", description="Analyse PyTorch profiler traces (a .json or "
+                                ".json.gz file, or a directory of per-rank traces) and write a report.")
+    p.add_argument("path", help="trace file or directory of per-rank trace files")
+    p.add_argument("--out", metavar="DIR", help="run directory (default haiprof-runs/analyze-<name>-<timestamp>/)")
+    p.add_argument("--quiet", action="store_true", help="print nothing but errors")
+    return p
+
+
+def _name(path: Path) -> str:
+    n = path.name
+    for suffix in (".gz", ".json", ".pt.trace", ".trace"):
+        if n.endswith(suffix):
+            n = n[: -len(suffix)]
+    return n or "trace"
+
+
+def load_traces(path: Path) -> tuple[dict, list[str]]:
+    """{rank: TraceData} and notes about skipped files / assumed ranks. Raises UserError when nothing is usable."""
+    from haiprof.analyzers.kineto_reader import TraceError, find_traces, read_trace
+
+    if not path.exists():
+        raise UserError(f"{path}: no such file or directory")
+    if path.is_dir():
+        files = find_traces(path)
+        if not files:
+            raise UserError(f"{path}: no PyTorch profiler traces (*.json, *.json.gz) in this directory")
+    else:
+        files = [path]
+    loaded, notes, errors = [], [], []
+    for f in files:
+        try:
+            loaded.append(read_trace(f))
+        except TraceError as e:
+            if len(files) == 1:
+                raise UserError(str(e)) from None
+            errors.append(str(e))
+    if not loaded:
+        raise UserError(f"{path}: none of {len(files)} file(s) is a usable trace (first: {errors[0]})")
+    notes += [f"skipped {e}" for e in errors]
+    traces: dict = {}
+    for td in sorted(loaded, key=lambda t: (t.rank is None, t.rank if t.rank is not None else 0, t.path)):
+        rank = td.rank
+        if rank is None or rank in traces:
+            free = next(i for i in range(len(loaded) + len(traces) + 1) if i not in traces)
+            notes.append(f"{td.path}: {'no rank in distributedInfo' if rank is None else f'duplicate rank {rank}'}"
+                         f"; analysed as rank {free}")
+            rank = free
+        traces[rank] = td
+    return traces, notes
+
+
+def analyse(traces: dict) -> tuple[dict, list, dict]:
+    """Per-rank analyses and the findings they support."""
+    from haiprof.analyzers import thresholds as T
+    from haiprof.analyzers import trace_breakdown as B
+    from haiprof.analyzers import trace_ops, trace_phases
+
+    devs = B.analyse_ranks(traces)
+    ranks, findings = {}, []
+    for rank, td in traces.items():
+        dev = devs[rank]
+        temporal = B.temporal_breakdown(dev)
+        idle = B.device_idle_breakdown(dev, T.TRACE_KERNEL_WAIT_US)
+        launch = trace_ops.launch_stats(td, dev, T.TRACE_SHORT_KERNEL_US)
+        host = trace_ops.host_op_stats(td)
+        ranks[rank] = {"file": td.path, "device_type": td.device_type, "truncated": td.truncated,
+                       "truncation_reason": td.truncation_reason, "events": int(len(td.events)),
+                       "device_events": int(len(dev)), "temporal_breakdown": temporal, "idle_breakdown_us": idle,
+                       "idle_breakdown_per_stream_us": B.idle_breakdown(dev, T.TRACE_KERNEL_WAIT_US),
+                       "comm_comp_overlap_pct": B.comm_comp_overlap_pct(dev), "launch_stats": launch,
+                       "host_ops": host, "kernel_types": B.kernel_type_breakdown([dev])}
+        if temporal is None:
+            findings.append(trace_phases.no_device_finding(rank, host))
+        else:
+            f = trace_phases.launch_finding(rank, temporal, idle, launch)
+            if f:
+                findings.append(f)
+        if td.truncated:
+            findings.append({"kind": "truncated", "severity": "info", "share": 0.0,
+                             "message": f"rank {rank}: trace truncated ({td.truncation_reason}); the readable "
+                                        f"part ({len(td.events)} events) was analysed",
+                             "evidence": {"file": td.path, "reason": td.truncation_reason}, "fixes": []})
+    # one launch finding (the worst rank) is enough for the verdict; the others stay visible per rank
+    launch = sorted((f for f in findings if f["kind"] == "launch"), key=lambda f: -f["share"])
+    findings = [f for f in findings if f["kind"] != "launch"] + launch[:1]
+    result = {"ranks": {str(r): v for r, v in ranks.items()},
+              "kernel_type_breakdown": B.kernel_type_breakdown(list(devs.values())),
+              "device_present": any(len(d) for d in devs.values())}
+    return result, findings, devs
+
+
+def cmd_analyze(argv: list[str]) -> int:
+    parser = _parser()
+    try:
+        ns = parser.parse_args(argv)
+    except SystemExit as e:
+        return int(e.code or 0)
+    from .analysis import analyze
+    from .render import console, html
+
+    path = Path(ns.path)
+    t0 = time.perf_counter()
+    gc_was = gc.isenabled()
+    gc.disable()   # millions of short-lived dicts while parsing: the cyclic GC only costs time here
+    try:
+        traces, notes = load_traces(path)
+        result, findings, devs = analyse(traces)
+    finally:
+        if gc_was:
+            gc.enable()
+    from haiprof.analyzers import trace_phases
+    first = min(traces)
+    records, phase_info = trace_phases.phase_records(traces[first], devs[first])
+    out = Path(ns.out) if ns.out else _default_out(_name(path))
+    run_dir = RunDir.create(out)
+    cmd = " ".join(["haiprof", "analyze", *argv])
+    run_dir.write_meta({
+        "haiprof_version": __version__, "haiprof_argv": list(argv), "command": cmd, "source": "trace",
+        "target_name": f"analyze {path.name}", "how": "analyzed existing profiler trace(s)",
+        "traces": [{"rank": r, "file": td.path, "bytes": td.raw_bytes, "truncated": td.truncated,
+                    "device_type": td.device_type, "distributed_info": td.metadata.get("distributedInfo")}
+                   for r, td in traces.items()],
+        "phases_from_rank": first, "notes": notes, "start_time": time.time(), "exit_code": 0,
+    })
+    with open(run_dir.file(PHASES_FILE), "w", encoding="utf-8") as f:
+        for rec in records:
+            f.write(f'["{rec[0]}",{rec[1]},{rec[2]}]\n')
+    result.update(phases_from_rank=first, phase_detection=phase_info, notes=notes,
+                  analysis_seconds=round(time.perf_counter() - t0, 3))
+    result["findings"] = findings
+    write_json_atomic(run_dir.file(TRACE_FILE), result)
+    data = analyze(run_dir)   # picks trace.json up: `haiprof report` on this directory gives the same result
+    run_dir.write_summary(data.summary)
+    report = html.write(data, run_dir.file("report.html"))
+    if not ns.quiet:
+        for line in console.verdict_lines(data.summary, report):
+            print(line, file=sys.stderr)
+        for note in notes:
+            print(f"haiprof: note: {note}", file=sys.stderr)
+    return 0
+
+
+def _default_out(name: str) -> Path:
+    stamp = time.strftime("%Y%m%d-%H%M%S")
+    base = Path("haiprof-runs") / f"analyze-{name}-{stamp}"
+    p, n = base, 1
+    while p.exists():
+        n += 1
+        p = base.with_name(f"{base.name}-{n}")
+    return p
