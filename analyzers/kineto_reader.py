@@ -262,6 +262,8 @@ def read_trace(path) -> TraceData:
         if stream.truncated and not meta:
             raise TraceError(f"{path}: no trace could be read: {stream.truncated}")
         raise NotAProfilerTrace(f"{path}: no traceEvents: not a PyTorch profiler trace")
+    if "traceEvents" in meta:   # the key was there but held no list of events
+        raise NotAProfilerTrace(f"{path}: traceEvents is not a list of events: not a PyTorch profiler trace")
     events = cols.frame()
     if cols.n_rows == 0 and stream.truncated:
         raise TraceError(f"{path}: no complete event could be read: {stream.truncated}")

@@ -330,3 +330,12 @@ def analyze_events(ev: pd.DataFrame, whole_steps: int | None = None) -> dict:
     stats = {"cpu": cpu_op_stats(ev, whole_steps), "gpu": gpu_stats(ev, whole_steps)}
     stats["findings"] = launch_findings(stats)
     return stats
+
+
+def complete_events(events):
+    """The trace reader's frame (kineto_reader.read_trace) as this module reads it: duration ("X") events only,
+    with plain-string name/cat/ph."""
+    out = events[events["ph"] == "X"].copy()
+    for col in ("name", "cat", "ph"):
+        out[col] = out[col].astype(str)
+    return out

@@ -109,14 +109,15 @@ def launch_analysis(run_dir: RunDir) -> dict | None:
     reason, never a failed report)."""
     from haiprof.analyzers import launch
 
-    from .kineto_events import TraceError, load_events
+    from haiprof.analyzers.kineto_reader import TraceError, read_trace
 
     path = next((run_dir.file(n) for n in TRACE_FILES if run_dir.file(n).is_file()), None)
     if path is None:
         return None
     try:
-        events = load_events(path)
-        whole = events.attrs.get("metadata", {}).get("haiprof_traced_steps")
+        data = read_trace(path)
+        events = launch.complete_events(data.events)
+        whole = data.metadata.get("haiprof_traced_steps")
         out = launch.analyze_events(events, whole_steps=int(whole) if str(whole).isdigit() else None)
     except TraceError as e:
         return {"trace": path.name, "error": str(e), "findings": []}

@@ -7,7 +7,11 @@ import pandas as pd
 import pytest
 
 from haiprof.analyzers import launch
-from haiprof.kineto_events import TraceError, load_events
+from haiprof.analyzers.kineto_reader import TraceError, read_trace
+
+
+def load_events(path):
+    return launch.complete_events(read_trace(path).events)
 
 DATA = Path(__file__).resolve().parent / "data" / "hta_launch"
 REF = json.loads((DATA / "hta_reference_launch.json").read_text())
