@@ -19,7 +19,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 
 from .json_stream import Stream, TraceFormatError
-from .trace_columns import COLUMNS, ColumnBuilder, EventColumns, decode_batch  # noqa: F401 (COLUMNS re-exported)
+from .trace_columns import COLUMNS, ColumnBuilder, EventColumns, decode_batch, read_whole  # noqa: F401 (COLUMNS re-exported)
 
 # Legacy (PyTorch <= 1.12) and vendor category names -> the names current Kineto writes.
 CAT_ALIASES = {
@@ -116,13 +116,20 @@ def read_trace(path) -> TraceData:
     gc_was_on = gc.isenabled()
     gc.disable()
     try:
-        for kind, payload in stream:
-            if kind == "events":
-                cols.add(payload)
-                del payload
-            else:
-                key, value = payload
-                meta[key] = value
+        whole = read_whole(p, size)
+        if whole is not None:
+            meta, events, stream.gzipped = whole
+            stream.saw_events_key = True
+            cols.add(events)
+            del events
+        else:
+            for kind, payload in stream:
+                if kind == "events":
+                    cols.add(payload)
+                    del payload
+                else:
+                    key, value = payload
+                    meta[key] = value
     except TraceFormatError as e:
         if "JSON array" in str(e) or "not JSON" in str(e):
             raise NotAProfilerTrace(f"{path}: {e}") from None

@@ -9,6 +9,7 @@ columns, slower. Both shapes feed the same column code, so the results are ident
 from __future__ import annotations
 
 import math
+import zlib
 from collections import Counter
 from typing import Any
 
@@ -52,6 +53,38 @@ if msgspec is not None:
 
     _NO_ARGS = _Args()
     _typed = msgspec.json.Decoder(list[_Event]).decode
+
+
+WHOLE_FILE_MAX_BYTES = 256 << 20   # a trace up to this size (uncompressed) is parsed in one piece, not streamed
+_GZIP_MAGIC = b"\x1f\x8b"
+
+
+def read_whole(path, size: int):
+    """The common case at full speed: a complete, well-formed trace small enough to hold as bytes, parsed in one
+    call. Returns (metadata dict, event records, gzipped) or None for anything else (too big, truncated, not an
+    object, events that do not fit the record...), which the streaming reader then handles and explains."""
+    if msgspec is None or size > WHOLE_FILE_MAX_BYTES:
+        return None
+    try:
+        with open(path, "rb") as f:
+            data = f.read()
+        gzipped = data[:2] == _GZIP_MAGIC
+        if gzipped:
+            if size * 4 > WHOLE_FILE_MAX_BYTES:   # may inflate past the limit: stream it
+                return None
+            import gzip
+            data = gzip.decompress(data)
+            if len(data) > WHOLE_FILE_MAX_BYTES:
+                return None
+        top = msgspec.json.decode(data, type=dict[str, msgspec.Raw])
+        raw_events = top.pop("traceEvents", None)
+        if raw_events is None:
+            return None
+        events = _typed(raw_events)
+        meta = {k: msgspec.json.decode(v) for k, v in top.items()}
+    except (OSError, EOFError, ValueError, RecursionError, zlib.error):   # gzip, msgspec errors are among these
+        return None
+    return meta, events, gzipped
 
 
 def decode_batch(text):
