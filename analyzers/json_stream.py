@@ -96,8 +96,9 @@ class _Reader:
 class Stream:
     """Iterate a trace file. `for kind, payload in Stream(path)`: ("meta", (key, value)) or ("events", list)."""
 
-    def __init__(self, path):
+    def __init__(self, path, parse=None):
         self.path = path
+        self._parse = parse or _loads   # text of a JSON array of events -> list; ValueError when not valid JSON
         self.truncated = ""       # why the readable part ends early; "" when the file is complete
         self.saw_events_key = False
         self.gzipped = False
@@ -210,7 +211,7 @@ class Stream:
             cut = self._buf.rfind("},", self._pos)
             if cut > self._pos:
                 try:
-                    batch = _loads("[" + self._buf[self._pos:cut + 1] + "]")
+                    batch = self._parse("[" + self._buf[self._pos:cut + 1] + "]")
                 except _DecodeErrors:
                     batch = None
                 if batch is not None:

@@ -1,6 +1,7 @@
 """Read a PyTorch profiler (Kineto) trace into columns: `read_trace(path) -> TraceData`.
 
-`TraceData.events` is a pandas DataFrame, one row per duration ("X") or instant ("i") event:
+`TraceData.columns` holds numpy columns (no pandas needed); `TraceData.events` is the same as a pandas DataFrame,
+built on first use. One row per duration ("X") or instant ("i") event:
     name, cat, ph         categorical strings (category names normalised: "Kernel" -> "kernel", see CAT_ALIASES)
     ts_us, dur_us         float64 microseconds (Chrome trace time is always µs; `displayTimeUnit` only tells a
                           viewer how to label it, `baseTimeNanoseconds` is the epoch offset, kept in metadata)
@@ -12,15 +13,13 @@ Flow, counter and metadata ("M") events are not rows: process/thread names go to
 """
 from __future__ import annotations
 
-import math
+import gc
 import os
 from dataclasses import dataclass, field
 from pathlib import Path
 
-import numpy as np
-import pandas as pd
-
 from .json_stream import Stream, TraceFormatError
+from .trace_columns import COLUMNS, ColumnBuilder, EventColumns, decode_batch, read_whole  # noqa: F401 (COLUMNS re-exported)
 
 # Legacy (PyTorch <= 1.12) and vendor category names -> the names current Kineto writes.
 CAT_ALIASES = {
@@ -28,10 +27,6 @@ CAT_ALIASES = {
     "Operator": "cpu_op", "Driver": "cuda_driver", "gpu_user_annotation": "gpu_user_annotation",
     "User annotation": "user_annotation",
 }
-ROW_PHASES = ("X", "i", "I")
-INT_ARGS = (("stream", "stream"), ("correlation", "correlation"), ("external_id", "External id"),
-            ("device", "device"))
-COLUMNS = ("name", "cat", "ph", "ts_us", "dur_us", "pid", "tid", "stream", "correlation", "external_id", "device")
 
 
 class TraceError(Exception):
@@ -45,7 +40,7 @@ class NotAProfilerTrace(TraceError):
 @dataclass
 class TraceData:
     path: str
-    events: pd.DataFrame
+    columns: EventColumns            # numpy columns; `events` is the same as a pandas DataFrame (built on use)
     rank: int | None                 # distributedInfo.rank; None when the trace does not say
     truncated: bool = False
     truncation_reason: str = ""
@@ -53,144 +48,18 @@ class TraceData:
     ts_float: bool = False           # timestamps were written with a fraction (HTA rounds such traces)
     raw_bytes: int = 0
 
+    _frame: object = field(default=None, repr=False)
+
+    @property
+    def events(self):
+        """The rows as a pandas DataFrame (module docstring); built on first use, pandas imported then."""
+        if self._frame is None:
+            self._frame = self.columns.frame()
+        return self._frame
+
     @property
     def device_type(self) -> str:
         return self.metadata.get("device_type", "unknown")
-
-
-class _Interner:
-    """Strings -> small int codes, built batch by batch (names repeat millions of times)."""
-
-    def __init__(self):
-        self.codes: dict = {}
-
-    def encode(self, values: list) -> np.ndarray:
-        table = self.codes
-        try:
-            out = [table.setdefault(v, len(table)) for v in values]
-        except TypeError:  # unhashable (a list where a string belongs): fall back to its text
-            out = [table.setdefault(v if isinstance(v, str) else ("" if v is None else str(v)), len(table))
-                   for v in values]
-        return np.fromiter(out, dtype=np.int32, count=len(out))
-
-    def categorical(self, codes: np.ndarray, normalise=None) -> pd.Categorical:
-        cats = [("" if k is None else k if isinstance(k, str) else str(k)) for k in self.codes]
-        if normalise:
-            cats = [normalise(c) for c in cats]
-        uniq, inverse = np.unique(np.array(cats, dtype=object), return_inverse=True) if cats else ([], [])
-        remap = np.asarray(inverse, dtype=np.int32)
-        return pd.Categorical.from_codes(remap[codes] if len(codes) else codes, categories=list(uniq))
-
-
-def _floats(values: list) -> tuple[np.ndarray, bool]:
-    """float64 array (NaN for missing/non-numbers) and whether any value was written as a float."""
-    try:
-        arr = np.array(values, dtype=np.float64)
-        any_float = any(v.__class__ is float for v in values) if arr.size else False
-        return arr, any_float
-    except (TypeError, ValueError, OverflowError):
-        out, any_float = np.empty(len(values)), False
-        for i, v in enumerate(values):
-            if v.__class__ is float:
-                any_float = True
-            try:
-                out[i] = float(v) if not isinstance(v, (bool, list, dict)) else math.nan
-            except (TypeError, ValueError, OverflowError):
-                out[i] = math.nan
-        return out, any_float
-
-
-def _ints(values: list, ids: dict | None = None) -> np.ndarray:
-    """int64 array; -1 for missing; numeric strings parsed (HTA does too); other strings -> negative ids."""
-    try:
-        return np.array(values, dtype=np.int64)
-    except (TypeError, ValueError, OverflowError):
-        out = np.full(len(values), -1, dtype=np.int64)
-        for i, v in enumerate(values):
-            if isinstance(v, bool) or v is None:
-                continue
-            try:
-                out[i] = int(v)
-            except (TypeError, ValueError, OverflowError):
-                if ids is not None and isinstance(v, str):
-                    out[i] = ids.setdefault(v, -2 - len(ids))
-        return out
-
-
-class _Columns:
-    def __init__(self):
-        self.names, self.cats, self.phs = _Interner(), _Interner(), _Interner()
-        self.parts: dict = {c: [] for c in COLUMNS if c not in ("name", "cat", "ph")}
-        self.code_parts: dict = {"name": [], "cat": [], "ph": []}
-        self.string_ids: dict = {}
-        self.ts_float = False
-        self.skipped: dict = {}
-        self.process_names: dict = {}
-        self.thread_names: dict = {}
-        self.n_rows = 0
-
-    def add(self, batch: list) -> None:
-        evs = [e for e in batch if e.__class__ is dict]
-        if len(evs) != len(batch):
-            self.skipped["not an object"] = self.skipped.get("not an object", 0) + len(batch) - len(evs)
-        phs = [e.get("ph") for e in evs]
-        keep = [p in ROW_PHASES for p in phs]
-        if not all(keep):
-            for e, p, k in zip(evs, phs, keep):
-                if not k:
-                    if p == "M":
-                        self._metadata_event(e)
-                    key = str(p)
-                    self.skipped[key] = self.skipped.get(key, 0) + 1
-            ts_all = [e.get("ts") for e in evs]
-            self.ts_float |= any(v.__class__ is float for v in ts_all)
-            evs = [e for e, k in zip(evs, keep) if k]
-            phs = [p for p, k in zip(phs, keep) if k]
-        if not evs:
-            return
-        ts, any_float = _floats([e.get("ts") for e in evs])
-        self.ts_float |= any_float
-        good = ~np.isnan(ts)
-        if not good.all():  # an event without a time cannot be placed: count it, drop it
-            self.skipped["no ts"] = self.skipped.get("no ts", 0) + int((~good).sum())
-            idx = np.flatnonzero(good)
-            evs = [evs[i] for i in idx]
-            phs = [phs[i] for i in idx]
-            ts = ts[good]
-            if not evs:
-                return
-        self.parts["ts_us"].append(ts)
-        self.parts["dur_us"].append(_floats([e.get("dur") for e in evs])[0])
-        self.code_parts["ph"].append(self.phs.encode(phs))
-        self.code_parts["name"].append(self.names.encode([e.get("name") for e in evs]))
-        self.code_parts["cat"].append(self.cats.encode([e.get("cat") for e in evs]))
-        self.parts["pid"].append(_ints([e.get("pid", -1) for e in evs], self.string_ids))
-        self.parts["tid"].append(_ints([e.get("tid", -1) for e in evs], self.string_ids))
-        args = [e.get("args") for e in evs]
-        for col, key in INT_ARGS:
-            self.parts[col].append(_ints([a.get(key, -1) if a.__class__ is dict else -1 for a in args]))
-        self.n_rows += len(evs)
-
-    def _metadata_event(self, e: dict) -> None:
-        args = e.get("args") if isinstance(e.get("args"), dict) else {}
-        if e.get("name") == "process_name":
-            self.process_names[str(e.get("pid"))] = str(args.get("name"))
-        elif e.get("name") == "thread_name":
-            self.thread_names[f"{e.get('pid')}/{e.get('tid')}"] = str(args.get("name"))
-
-    def frame(self) -> pd.DataFrame:
-        def cat(parts, interner, normalise=None):
-            codes = np.concatenate(parts) if parts else np.empty(0, dtype=np.int32)
-            return interner.categorical(codes, normalise)
-
-        data = {"name": cat(self.code_parts["name"], self.names),
-                "cat": cat(self.code_parts["cat"], self.cats, lambda c: CAT_ALIASES.get(c, c)),
-                "ph": cat(self.code_parts["ph"], self.phs)}
-        for col, parts in self.parts.items():
-            dtype = np.float64 if col in ("ts_us", "dur_us") else np.int64
-            data[col] = np.concatenate(parts) if parts else np.empty(0, dtype=dtype)
-            parts.clear()
-        return pd.DataFrame(data, columns=list(COLUMNS))
 
 
 def _rank(meta: dict) -> int | None:
@@ -204,8 +73,8 @@ def _rank(meta: dict) -> int | None:
     return None
 
 
-def _device_type(meta: dict, events: pd.DataFrame) -> str:
-    cats = set(events["cat"].cat.categories) if len(events) else set()
+def _device_type(meta: dict, cols: EventColumns) -> str:
+    cats = set(cols.categories["cat"]) if len(cols) else set()
     if "mtia_ccp_events" in cats or "mtia_runtime" in cats:
         return "mtia"
     props = meta.get("deviceProperties")
@@ -239,22 +108,37 @@ def read_trace(path) -> TraceData:
         raise TraceError(f"{path}: cannot read ({e.strerror or e})") from None
     if size == 0:
         raise TraceError(f"{path}: empty file")
-    stream = Stream(p)
-    cols = _Columns()
+    stream = Stream(p, parse=decode_batch)
+    cols = ColumnBuilder()
     meta: dict = {}
+    # Millions of short-lived event objects would trigger the cyclic collector over and over while nothing here
+    # makes cycles: pause it during the read.
+    gc_was_on = gc.isenabled()
+    gc.disable()
     try:
-        for kind, payload in stream:
-            if kind == "events":
-                cols.add(payload)
-            else:
-                key, value = payload
-                meta[key] = value
+        whole = read_whole(p, size)
+        if whole is not None:
+            meta, events, stream.gzipped = whole
+            stream.saw_events_key = True
+            cols.add(events)
+            del events
+        else:
+            for kind, payload in stream:
+                if kind == "events":
+                    cols.add(payload)
+                    del payload
+                else:
+                    key, value = payload
+                    meta[key] = value
     except TraceFormatError as e:
         if "JSON array" in str(e) or "not JSON" in str(e):
             raise NotAProfilerTrace(f"{path}: {e}") from None
         raise TraceError(f"{path}: {e}") from None
     except OSError as e:
         raise TraceError(f"{path}: cannot read ({e})") from None
+    finally:
+        if gc_was_on:
+            gc.enable()
     if not stream.saw_events_key:
         known = _looks_like(meta)
         if known:
@@ -264,7 +148,7 @@ def read_trace(path) -> TraceData:
         raise NotAProfilerTrace(f"{path}: no traceEvents: not a PyTorch profiler trace")
     if "traceEvents" in meta:   # the key was there but held no list of events
         raise NotAProfilerTrace(f"{path}: traceEvents is not a list of events: not a PyTorch profiler trace")
-    events = cols.frame()
+    events = cols.columns(lambda c: CAT_ALIASES.get(c, c))
     if cols.n_rows == 0 and stream.truncated:
         raise TraceError(f"{path}: no complete event could be read: {stream.truncated}")
     meta_out = dict(meta)
@@ -272,7 +156,7 @@ def read_trace(path) -> TraceData:
                     skipped_events=cols.skipped, string_ids=cols.string_ids, gzipped=stream.gzipped,
                     base_time_ns=meta.get("baseTimeNanoseconds"), display_time_unit=meta.get("displayTimeUnit"))
     meta_out["device_type"] = _device_type(meta, events)
-    return TraceData(path=str(p), events=events, rank=_rank(meta), truncated=bool(stream.truncated),
+    return TraceData(path=str(p), columns=events, rank=_rank(meta), truncated=bool(stream.truncated),
                      truncation_reason=stream.truncated, metadata=meta_out, ts_float=cols.ts_float,
                      raw_bytes=size)
 

@@ -20,7 +20,6 @@ import re
 from dataclasses import dataclass
 
 import numpy as np
-import pandas as pd
 
 COMMUNICATION, MEMORY, COMPUTATION, OTHER = "COMMUNICATION", "MEMORY", "COMPUTATION", "OTHER"
 # Kernel-name classes, as HTA defines them (hta/common/types.py), so both tools sort a kernel the same way.
@@ -54,7 +53,7 @@ class DeviceEvents:
     kind: np.ndarray          # KIND_CODES values
     stream: np.ndarray
     correlation: np.ndarray
-    name: pd.Categorical
+    name: np.ndarray          # object array of kernel names
     launch_ts_us: np.ndarray  # start of the host event with the same correlation id; NaN when none
     host_cutoff_us: float = np.inf   # host events from here on were left out (the last ProfilerStep)
 
@@ -63,8 +62,7 @@ class DeviceEvents:
 
 
 def _times(td) -> tuple[np.ndarray, np.ndarray]:
-    ev = td.events
-    ts, dur = ev["ts_us"].to_numpy(), ev["dur_us"].to_numpy()
+    ts, dur = td.columns.arrays["ts_us"], td.columns.arrays["dur_us"]
     if td.ts_float:
         end = np.floor(ts + dur)
         ts = np.ceil(ts)
@@ -76,46 +74,47 @@ def _times(td) -> tuple[np.ndarray, np.ndarray]:
 def profiler_step_names(traces) -> set:
     names = set()
     for td in traces:
-        names.update(c for c in td.events["name"].cat.categories if PROFILER_STEP.match(c))
+        names.update(c for c in td.columns.categories["name"] if PROFILER_STEP.match(c))
     return names
 
 
 def device_events(td, rank: int, filter_last_step: bool) -> DeviceEvents:
     """Select the rank's device events (module docstring) and link each to its launching host event."""
-    ev = td.events
+    cols = td.columns
     ts, end = _times(td)
-    stream = ev["stream"].to_numpy()
-    corr = ev["correlation"].to_numpy()
-    names = ev["name"]
-    rows = ev["dur_us"].notna().to_numpy() & ~ev["cat"].isin(["", "Trace"]).to_numpy()
-    sync = names.isin(DEVICE_SYNC_NAMES).to_numpy()
+    stream = cols.arrays["stream"]
+    corr = cols.arrays["correlation"]
+    name_codes = cols.arrays["name"]
+    rows = ~np.isnan(cols.arrays["dur_us"]) & ~np.isin(cols.arrays["cat"], cols.codes_of("cat", ("", "Trace")))
+    sync = np.isin(name_codes, cols.codes_of("name", DEVICE_SYNC_NAMES))
     device_like = ((stream >= 0) & (corr >= 0)) | sync
     host = rows & ~device_like
     last_start = np.inf
     if filter_last_step and host.any():
-        is_step = names.cat.codes.to_numpy()
-        step_codes = [i for i, c in enumerate(names.cat.categories) if PROFILER_STEP.match(c)]
-        steps = host & np.isin(is_step, step_codes)
+        step_codes = [i for i, c in enumerate(cols.categories["name"]) if PROFILER_STEP.match(c)]
+        steps = host & np.isin(name_codes, step_codes)
         last_start = ts[steps].max() if steps.any() else ts[host].min()
         host = host & (ts < last_start)
         rows = host | (rows & device_like & np.isin(corr, corr[host]))
     sel = rows & (stream != -1)
     idx = np.flatnonzero(sel)
     order = idx[np.argsort(ts[idx], kind="stable")]
-    name_cat = names.iloc[order].array
-    cats = list(name_cat.categories)
+    cats = cols.categories["name"]
     kind_of_cat = np.array([KIND_CODES[kernel_kind(c)] for c in cats] or [0], dtype=np.int8)
-    codes = np.asarray(name_cat.codes)
+    codes = name_codes[order]
     kind = kind_of_cat[codes] if len(codes) else np.empty(0, dtype=np.int8)
-    # launching host event: same correlation id, not itself a device event
+    names = np.array(cats, dtype=object)[codes] if len(codes) else np.empty(0, dtype=object)
+    # launching host event: same correlation id, not itself a device event (the first such row in file order)
     launch = np.full(len(order), np.nan)
     hosts = np.flatnonzero(host & (corr >= 0))
     if len(hosts) and len(order):
-        first = pd.Series(ts[hosts], index=corr[hosts])
-        first = first[~first.index.duplicated()]
-        launch = first.reindex(corr[order]).to_numpy(dtype=float)
+        uniq, first = np.unique(corr[hosts], return_index=True)
+        want = corr[order]
+        pos = np.minimum(np.searchsorted(uniq, want), len(uniq) - 1)
+        hit = uniq[pos] == want
+        launch[hit] = ts[hosts[first[pos[hit]]]]
     return DeviceEvents(rank, ts[order], end[order], kind, stream[order], corr[order],
-                        pd.Categorical(name_cat), launch, float(last_start))
+                        names, launch, float(last_start))
 
 
 def merge(ts: np.ndarray, end: np.ndarray) -> tuple[np.ndarray, np.ndarray]:

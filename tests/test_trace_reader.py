@@ -9,7 +9,7 @@ import pytest
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
-from haiprof.analyzers import json_stream
+from haiprof.analyzers import json_stream, trace_columns
 from haiprof.analyzers.kineto_reader import NotAProfilerTrace, TraceError, read_trace
 
 DATA = Path(__file__).parent / "data" / "hta"
@@ -66,6 +66,7 @@ def test_batch_cutting_is_exact_with_tiny_chunks(tmp_path, monkeypatch):
     p.write_text(json.dumps({"traceEvents": events, "displayTimeUnit": "ms"}))
     whole = read_trace(p).events
     monkeypatch.setattr(json_stream, "CHUNK_CHARS", 97)
+    monkeypatch.setattr(trace_columns, "WHOLE_FILE_MAX_BYTES", 0)   # stream it, even though it is small
     small = read_trace(p)
     pd.testing.assert_frame_equal(small.events, whole)
     assert len(whole) == 300 and whole["name"].iloc[7] == 'op},{"x7'
