@@ -17,7 +17,7 @@ import os
 import re
 from pathlib import Path
 
-from .proctree import parse_cpulist, read_text, tree
+from .proctree import read_text, tree
 
 NUMASTAT_KEYS = ("numa_hit", "numa_miss", "numa_foreign", "interleave_hit", "local_node", "other_node")
 _NODE = re.compile(r"node(\d+)$")

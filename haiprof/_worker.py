@@ -10,13 +10,11 @@ workers forked from a rank are not ranks: the collectors switch themselves off i
 from __future__ import annotations
 
 import os
-import signal
 import socket
 import sys
-import time
 from pathlib import Path
 
-from . import launcher, session
+from . import session
 from .rank_gather import RankGather, rank_dir_name
 from .rundir import RunDir
 

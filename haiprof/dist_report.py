@@ -8,7 +8,6 @@ from __future__ import annotations
 
 import json
 import re
-import sys
 
 from haiprof.analyzers import distributed as D
 from haiprof.analyzers import steps as step_analysis
@@ -118,18 +117,3 @@ def analyze_job(run_dir: RunDir) -> RunData:
     if ref is None:
         return RunData(run_dir, meta, summary)
     return RunData(run_dir, meta, summary, ref.steps, ref.samples, ref.status, ref.timelines)
-
-
-def finish(run_dir: RunDir, quiet: bool = False) -> dict | None:
-    from .render import console, html
-    try:
-        data = analyze_job(run_dir)
-        run_dir.write_summary(data.summary)
-        report = html.write(data, run_dir.file("report.html"))
-    except Exception as e:
-        print(f"haiprof: could not write the report in {run_dir.path}: {type(e).__name__}: {e}", file=sys.stderr)
-        return None
-    if not quiet:
-        for line in console.verdict_lines(data.summary, report):
-            print(line, file=sys.stderr)
-    return data.summary

@@ -114,8 +114,8 @@ def job_meta(ns, haiprof_argv, launch_argv, user, target_name) -> dict:
 def run_job(ns, target: list[str], haiprof_argv: list[str]) -> int:
     """Start the job, wait for it, write the merged report; returns torchrun's exit code (1 if a rank failed)."""
     from .rundir import RunDir
+    from . import session
     from .session import default_out_dir
-    from . import dist_report
 
     launch_argv = torchrun_argv(ns, target)
     probe_dir = Path(ns.out) if ns.out else None
@@ -129,7 +129,7 @@ def run_job(ns, target: list[str], haiprof_argv: list[str]) -> int:
     failures, code, how = _launch(args)
     run_dir.update_meta(end_time=time.time(), exit_code=code, how=how, failures=failures,
                         nproc_per_node=args.nproc_per_node, nnodes=args.nnodes)
-    dist_report.finish(run_dir, quiet=ns.quiet)
+    session.finish(run_dir, quiet=ns.quiet)
     return code
 
 

@@ -86,9 +86,9 @@ def cmd_doctor(argv: list[str]) -> int:
     print(f"  NUMA nodes: {len(h['numa_nodes'])} " + ", ".join(f"node{n}: cpus {c}" for n, c in h["numa_nodes"].items()))
     gpus = h["gpus_nvml"] or h["gpus_pci"]
     print(f"  GPUs: {len(gpus)}" + "".join(f"\n    {g}" for g in gpus))
-    print(f"  NICs: " + (", ".join(f"{n['name']} ({n['speed_mbps'] or '?'} Mb/s, {n['operstate']})" for n in h["nics"])
+    print("  NICs: " + (", ".join(f"{n['name']} ({n['speed_mbps'] or '?'} Mb/s, {n['operstate']})" for n in h["nics"])
                          or "none with a device"))
-    print(f"  InfiniBand ports: " + (", ".join(f"{i['port']} {i['rate_gbps']} Gb/s {i['state']}"
+    print("  InfiniBand ports: " + (", ".join(f"{i['port']} {i['rate_gbps']} Gb/s {i['state']}"
                                              for i in h["infiniband_ports"]) or "none"))
     print(f"  perf_event_paranoid: {h['perf_event_paranoid']}")
     return 0

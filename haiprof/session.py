@@ -206,21 +206,21 @@ def profile_target(run_dir: RunDir, opts: RunOptions, on_exit: Callable, fix_pla
 
 def finish(run_dir: RunDir, quiet: bool = False) -> dict | None:
     """Analyse and render; a failure here is one line on stderr, never the user's exit code."""
+    from . import dist_report
     from .analysis import analyze
+    from .fixreport import console_lines
     from .render import console, html
 
-    from . import dist_report  # distributed run directory: the merged report (issue 5)
-    if dist_report.is_distributed(run_dir):
-        return dist_report.finish(run_dir, quiet=quiet)
+    # A distributed job's directory holds one sub-directory per rank and gets the merged report.
+    analyze_dir = dist_report.analyze_job if dist_report.is_distributed(run_dir) else analyze
     try:
-        data = analyze(run_dir)
+        data = analyze_dir(run_dir)
         run_dir.write_summary(data.summary)
         report = html.write(data, run_dir.file("report.html"))
     except Exception as e:
         print(f"haiprof: could not write the report in {run_dir.path}: {type(e).__name__}: {e}", file=sys.stderr)
         return None
     if not quiet:
-        from .fixreport import console_lines
         for line in console.verdict_lines(data.summary, report) + console_lines(data.summary):
             print(line, file=sys.stderr)
     return data.summary
