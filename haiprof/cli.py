@@ -108,6 +108,8 @@ def cmd_report(argv: list[str]) -> int:
 COMMANDS = {
     "run": (cmd_run, "run a script or module under the profiler"),
     "report": (cmd_report, "rebuild summary.json and report.html from a run directory"),
+    "export": (lambda argv: __import__("haiprof.export", fromlist=["cmd_export"]).cmd_export(argv),
+               "write a run as a Chrome trace for Perfetto (--format chrome)"),
 }
 
 
