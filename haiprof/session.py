@@ -122,10 +122,15 @@ def run(opts: RunOptions) -> int:
         recorder.install()
     except Exception as e:  # hooks unavailable in this torch: still run the script, say why
         run_dir.record_status("phases", False, f"hooks could not be installed: {type(e).__name__}: {e}")
+    # Live status line on stderr, only on a terminal (haiprof/progress.py).
+    from .progress import LiveStatus
+    live = LiveStatus.start_if_tty(run_dir.file("phases.jsonl"), quiet=opts.quiet)
     outcome = None
     try:
         outcome = launcher.run(opts.script, opts.args, opts.module, step_limit_exc=StepLimitReached)
     finally:
+        if live is not None:
+            live.stop()
         recorder.uninstall()
         appender.close()
         stop_sidecar(sidecar)
