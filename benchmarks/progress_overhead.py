@@ -1,0 +1,78 @@
+"""Cost of the live status line: the same fast-stepping loop under `haiprof run`, stderr on a pseudo-terminal,
+with the status line on and off (HAIPROF_PROGRESS=0), alternated so both see the same machine load.
+
+    python benchmarks/progress_overhead.py [--reps 5] [--steps 3000]
+
+Prints the median in-script loop time of each and their ratio (on / off).
+"""
+from __future__ import annotations
+
+import argparse
+import os
+import pty
+import statistics
+import subprocess
+import sys
+import tempfile
+import textwrap
+
+LOOP = textwrap.dedent("""
+    import sys, time, torch
+    model = torch.nn.Linear(32, 32)
+    opt = torch.optim.SGD(model.parameters(), lr=0.01)
+    x = torch.randn(16, 32)
+    t0 = time.perf_counter()
+    for _ in range(int(sys.argv[1])):
+        opt.zero_grad()
+        model(x).sum().backward()
+        opt.step()
+    print(time.perf_counter() - t0)
+""")
+
+
+def one_run(script: str, steps: int, progress: bool, out_dir: str) -> float:
+    master, slave = pty.openpty()
+    env = dict(os.environ, HAIPROF_PROGRESS="1" if progress else "0", TERM="xterm")
+    proc = subprocess.Popen([sys.executable, "-m", "haiprof", "run", "--out", out_dir, script, str(steps)],
+                            stdout=subprocess.PIPE, stderr=slave, stdin=subprocess.DEVNULL, env=env)
+    os.close(slave)
+    tty = b""
+    while True:  # drain the terminal so the status writes never block
+        try:
+            chunk = os.read(master, 65536)
+        except OSError:
+            break
+        if not chunk:
+            break
+        tty += chunk
+    os.close(master)
+    out = proc.stdout.read().decode()
+    proc.wait()
+    assert proc.returncode == 0
+    assert (b"steps/s" in tty) == progress, "status line not as expected"
+    return float(out.strip().splitlines()[-1])
+
+
+def main() -> int:
+    ap = argparse.ArgumentParser()
+    ap.add_argument("--reps", type=int, default=5)
+    ap.add_argument("--steps", type=int, default=3000)
+    ns = ap.parse_args()
+    with tempfile.TemporaryDirectory() as tmp:
+        script = os.path.join(tmp, "loop.py")
+        with open(script, "w") as f:
+            f.write(LOOP)
+        on, off = [], []
+        for i in range(ns.reps):
+            off.append(one_run(script, ns.steps, False, os.path.join(tmp, f"off{i}")))
+            on.append(one_run(script, ns.steps, True, os.path.join(tmp, f"on{i}")))
+    m_on, m_off = statistics.median(on), statistics.median(off)
+    print(f"steps per run: {ns.steps}, reps: {ns.reps}")
+    print(f"loop time, status line off: median {m_off:.3f} s  ({ns.steps / m_off:.0f} steps/s)")
+    print(f"loop time, status line on:  median {m_on:.3f} s  ({ns.steps / m_on:.0f} steps/s)")
+    print(f"ratio on/off: {m_on / m_off:.3f}")
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())
