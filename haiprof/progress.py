@@ -2,8 +2,8 @@
 
     haiprof: 120 steps · 35.2 steps/s · forward 45% of step time
 
-Shown only when stderr is a terminal (never on a pipe or a file, never on stdout) and not with --quiet or
-HAIPROF_PROGRESS=0. It costs the training thread nothing it would notice: the hooks are untouched; a background
+Shown only when stderr is a terminal (never on a pipe or a file, never on stdout), not with --quiet or
+HAIPROF_PROGRESS=0, and not while the script draws its own tqdm bar on that terminal. It costs the training thread nothing it would notice: the hooks are untouched; a background
 thread re-reads the tail of phases.jsonl (which the phase collector flushes twice a second anyway), counts the
 step marks and attributes the new intervals with the same interval arithmetic as the report.
 """
@@ -113,6 +113,18 @@ class PhaseTail:
             self._pending = [iv for iv in self._pending if iv[2] > b]
 
 
+def tqdm_bar_active() -> bool:
+    """True while the script shows a tqdm progress bar (HF Trainer, Lightning's default bar, most scripts)."""
+    std = sys.modules.get("tqdm.std")  # only if the script imported tqdm: never import it ourselves
+    instances = getattr(getattr(std, "tqdm", None), "_instances", None)
+    if not instances:
+        return False
+    try:
+        return any(not getattr(bar, "disable", False) for bar in list(instances))
+    except RuntimeError:  # the set changed while we copied it: a bar is being created or closed
+        return True
+
+
 def status_line(tail: PhaseTail, elapsed_s: float) -> str:
     if tail.steps == 0:
         return f"haiprof: running {elapsed_s:.0f} s · waiting for the first training step"
@@ -160,6 +172,12 @@ class LiveStatus:
         while not self._stop.wait(self.refresh_s):
             try:
                 self.tail.poll()
+                if tqdm_bar_active():  # the script draws its own bar on this terminal: do not fight over it
+                    if self._drawn:
+                        self.stream.write(CLEAR)
+                        self.stream.flush()
+                        self._drawn = False
+                    continue
                 line = status_line(self.tail, time.monotonic() - self._t0)[:self._width()]
                 self.stream.write(CLEAR + line)
                 self.stream.flush()

@@ -10,6 +10,8 @@ import sys
 import termios
 import time
 
+import pytest
+
 from conftest import HAIPROF, SCRIPTS, load_summary, run_haiprof
 from haiprof.progress import PhaseTail, status_line
 
@@ -107,3 +109,11 @@ def test_phase_tail_counts_and_attributes(tmp_path):
     assert tail.totals["dataloader"] == 40 and tail.totals["other"] == 0
     assert tail.steps_per_s() == 4 / (400 / 1e9)
     assert status_line(tail, 1.0).startswith("haiprof: 5 steps · ")
+
+
+def test_yields_to_the_scripts_own_tqdm_bar(tmp_path):
+    pytest.importorskip("tqdm", reason="tqdm comes with the test extra (transformers)")
+    rc, tty, stdout = _run_with_pty_stderr(["run", "--out", tmp_path / "r", SCRIPTS / "tqdm_loop.py", "40"])
+    assert rc == 0 and stdout.decode().splitlines() == ["done"]
+    assert b"train: " in tty and b"40/40" in tty  # the script's bar is drawn
+    assert STATUS not in tty                        # ours stays out of its way
