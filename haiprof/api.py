@@ -36,6 +36,7 @@ class Run:
     - `findings`: DataFrame: `kind`, `severity`, `share` (of step time, 0..1), `message`, `fixes` (list of fix ids),
       `evidence` (dict).
     - `status`: DataFrame, one row per collector: `collector`, `available`, `reason` (why it is unavailable).
+    - `ranks`: dict rank -> `Run` for a distributed run's per-rank directories (rank-<N>/); empty otherwise.
     """
 
     def __init__(self, path: str | os.PathLike):
@@ -165,6 +166,19 @@ class Run:
                     for k, v in sorted(self._dir.read_status().items())]
             return pd.DataFrame(rows, columns=["collector", "available", "reason"])
         return self._cached("status", build)
+
+
+    @property
+    def ranks(self) -> dict:
+        def build():
+            import re
+            out = {}
+            for sub in sorted(self.path.iterdir()):
+                m = re.fullmatch(r"rank-(\d+)", sub.name)
+                if m and (sub / "meta.json").is_file():
+                    out[int(m.group(1))] = Run(sub)
+            return dict(sorted(out.items()))
+        return self._cached("ranks", build)
 
 
 def load(run_dir: str | os.PathLike) -> Run:

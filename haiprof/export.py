@@ -45,16 +45,21 @@ def _wall_ns(meta: dict):
     return lambda t: t + offset
 
 
+RANK_DIR = re.compile(r"rank-?(\d+)")
+
+
 def rank_sources(run_dir: RunDir, meta: dict) -> list[tuple[int, RunDir, dict]]:
-    """(rank, run dir, meta) for every rank whose phases this run holds: the run dir itself (rank from meta,
-    default 0) and sub-directories named rank<N>/ that are run dirs of their own (multi-process runs)."""
-    out = [(int(meta.get("rank", 0) or 0), run_dir, meta)]
-    for sub in sorted(run_dir.path.glob("rank*/")):
-        m = re.fullmatch(r"rank(\d+)", sub.name)
-        if m and (sub / "meta.json").is_file():
+    """(rank, run dir, meta) for every rank whose data this run holds: the rank-<N>/ sub-directories of a
+    distributed run (each a run dir of its own), or else the run dir itself (rank from meta, default 0)."""
+    out = []
+    for sub in sorted(run_dir.path.iterdir()):
+        m = RANK_DIR.fullmatch(sub.name)
+        if m and sub.is_dir() and (sub / "meta.json").is_file():
             sub_dir = RunDir(sub)
             out.append((int(m.group(1)), sub_dir, sub_dir.read_meta()))
-    return out
+    if not out:
+        out.append((int(meta.get("rank", 0) or 0), run_dir, meta))
+    return sorted(out, key=lambda r: r[0])
 
 
 def _meta_event(name: str, pid: int, tid: int, value) -> dict:
@@ -97,34 +102,36 @@ def phase_events(rank: int, run_dir: RunDir, meta: dict, base_wall_ns: int) -> l
     return events
 
 
-def counter_events(samples: list[dict], meta: dict, base_wall_ns: int, collector: str = "system") -> list[dict]:
-    """Counter tracks from one sampler's records: numeric fields as they are, cumulative byte counters as
-    MiB/s between consecutive samples."""
+def counter_events(samples: list[dict], meta: dict, base_wall_ns: int, pid: int = SYSTEM_PID,
+                   collector: str = "system") -> list[dict]:
+    """Counter tracks from one sampler's records: numeric fields (and numeric lists, one series per item) as
+    they are, the system sampler's cumulative byte counters as MiB/s between consecutive samples. Fields of
+    collectors other than `system` are prefixed with the collector's name."""
     to_wall = _wall_ns(meta)
-    events = [_meta_event("process_name", SYSTEM_PID, 0, f"haiprof {collector}"),
-              _meta_event("process_sort_index", SYSTEM_PID, 0, 1_000_000)]
+    prefix = "" if collector == "system" else f"{collector}."
+    events = []
     prev = None
     for rec in samples:
         if not isinstance(rec, dict) or not isinstance(rec.get("t_ns"), int):
             continue
         ts = (to_wall(rec["t_ns"]) - base_wall_ns) / 1e3
         for key, value in rec.items():
-            if key in ("t_ns", "cost_ns") or key in CUMULATIVE:
+            if key in ("t_ns", "cost_ns") or (not prefix and key in CUMULATIVE):
                 continue
             if isinstance(value, bool) or not isinstance(value, (int, float)):
                 if isinstance(value, list) and value and all(isinstance(v, (int, float)) for v in value):
-                    events.append({"ph": "C", "name": key, "pid": SYSTEM_PID, "ts": ts,
+                    events.append({"ph": "C", "name": prefix + key, "pid": pid, "ts": ts,
                                    "args": {str(i): v for i, v in enumerate(value)}})
                 continue
-            events.append({"ph": "C", "name": key, "pid": SYSTEM_PID, "ts": ts, "args": {key: value}})
+            events.append({"ph": "C", "name": prefix + key, "pid": pid, "ts": ts, "args": {key: value}})
         if prev is not None:
             dt = (rec["t_ns"] - prev["t_ns"]) / 1e9
             rates = {}
-            for key in CUMULATIVE:
+            for key in CUMULATIVE if not prefix else ():
                 if key in rec and key in prev and dt > 0 and rec[key] >= prev[key]:
                     rates[key.replace("_bytes", "_MiB_per_s")] = (rec[key] - prev[key]) / dt / 2**20
             if rates:
-                events.append({"ph": "C", "name": "io_MiB_per_s", "pid": SYSTEM_PID, "ts": ts, "args": rates})
+                events.append({"ph": "C", "name": "io_MiB_per_s", "pid": pid, "ts": ts, "args": rates})
         prev = rec
     return events
 
@@ -165,14 +172,25 @@ def kineto_events(path: Path, base_wall_ns: int) -> list[dict]:
 
 def build_trace(run_dir: RunDir, merge: Path | None = None) -> dict:
     meta = run_dir.read_meta()
-    _wall_ns(meta)  # fail early, with the reason, on a run dir without a time base
-    base_wall_ns = int(meta["start_time"] * 1e9)
+    sources = rank_sources(run_dir, meta)
+    for _, rdir, rmeta in sources:
+        try:
+            _wall_ns(rmeta)  # fail early, with the reason, on a run dir without a time base
+        except ExportError as e:
+            raise ExportError(f"{rdir.path}: {e}") from None
+    # Time zero: the earliest rank start (a job directory's own meta may predate or lack its ranks' clocks).
+    base_wall_ns = min(int(rmeta["start_time"] * 1e9) for _, _, rmeta in sources)
     events: list[dict] = []
-    for rank, rdir, rmeta in rank_sources(run_dir, meta):
+    for rank, rdir, rmeta in sources:
         events += phase_events(rank, rdir, rmeta, base_wall_ns)
-    samples = run_dir.read_samples("system")
-    if samples:
-        events += counter_events(samples, meta, base_wall_ns)
+        collectors = rdir.sample_collectors()
+        if collectors:
+            pid = SYSTEM_PID + rank
+            label = "haiprof system" if len(sources) == 1 else f"haiprof system (rank {rank})"
+            events += [_meta_event("process_name", pid, 0, label),
+                       _meta_event("process_sort_index", pid, 0, 1_000_000 + rank)]
+            for name in collectors:
+                events += counter_events(rdir.read_samples(name), rmeta, base_wall_ns, pid, name)
     if merge is not None:
         events += kineto_events(merge, base_wall_ns)
     return {"traceEvents": events, "displayTimeUnit": "ms", "baseTimeNanoseconds": base_wall_ns,

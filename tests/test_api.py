@@ -120,3 +120,18 @@ def test_profile_exception_propagates_and_run_is_kept(tmp_path):
     run = haiprof.load(tmp_path / "err")
     assert run.summary["exit_code"] == 1 and len(run.steps) == 3
     assert "RuntimeError: boom" in run.meta["error"]
+
+
+def test_ranks_of_a_distributed_layout(tmp_path, seeded_run):
+    import torch
+    for rank in (1, 0):
+        model = torch.nn.Linear(4, 1)
+        opt = torch.optim.SGD(model.parameters(), lr=0.1)
+        with haiprof.profile(out=tmp_path / "job" / f"rank-{rank}", sample_interval_s=0.1):
+            for _ in range(2 + rank):
+                model(torch.randn(2, 4)).sum().backward()
+                opt.step()
+    (tmp_path / "job" / "meta.json").write_text(json.dumps({"distributed": True}))
+    ranks = haiprof.load(tmp_path / "job").ranks
+    assert list(ranks) == [0, 1] and [len(r.steps) for r in ranks.values()] == [2, 3]
+    assert haiprof.load(seeded_run).ranks == {}

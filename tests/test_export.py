@@ -134,3 +134,35 @@ def test_export_bad_input(tmp_path, seeded_run):
     r = run_haiprof("export", seeded_run, "--merge-trace", bad, "--out", tmp_path / "o.json")
     assert r.returncode == 2 and "not a readable Chrome trace" in r.stderr and "Traceback" not in r.stderr
     assert not (tmp_path / "o.json").exists()
+
+
+def test_export_distributed_layout_one_process_per_rank(tmp_path):
+    """A distributed run's directory holds rank-<N>/ run dirs: each rank gets its own slices and counters."""
+    import torch
+
+    job = tmp_path / "job"
+    for rank in (0, 1):
+        model = torch.nn.Linear(8, 1)
+        opt = torch.optim.SGD(model.parameters(), lr=0.1)
+        with haiprof.profile(out=job / f"rank-{rank}", sample_interval_s=0.1):
+            for _ in range(3 + rank):
+                model(torch.randn(4, 8)).sum().backward()
+                opt.step()
+        meta = json.loads((job / f"rank-{rank}" / "meta.json").read_text())
+        meta.update(rank=rank, world_size=2)
+        (job / f"rank-{rank}" / "meta.json").write_text(json.dumps(meta))
+    (job / "meta.json").write_text(json.dumps({"distributed": True, "target_name": "job"}))
+
+    r = run_haiprof("export", job, "--out", tmp_path / "t.json")
+    assert r.returncode == 0, r.stderr
+    events = validate_chrome_trace(json.loads((tmp_path / "t.json").read_text()))
+    steps = defaultdict(int)
+    for e in events:
+        if e.get("cat") == "step":
+            steps[e["pid"]] += 1
+    assert steps == {RANK_PID_BASE: 3, RANK_PID_BASE + 1: 4}
+    names = {e["args"]["name"] for e in events if e["ph"] == "M" and e["name"] == "process_name"}
+    assert names == {"haiprof rank 0", "haiprof rank 1", "haiprof system (rank 0)", "haiprof system (rank 1)"}
+    # Rank 1 ran after rank 0: on the shared axis its steps come later.
+    first = {pid: min(e["ts"] for e in events if e.get("cat") == "step" and e["pid"] == pid) for pid in steps}
+    assert 0 <= first[RANK_PID_BASE] < first[RANK_PID_BASE + 1]
