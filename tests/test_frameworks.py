@@ -62,3 +62,29 @@ def test_lightning_module_automatic_optimization(tmp_path):
     assert share["forward"] > 0.05 and share["backward"] > 0.05
     # Lightning runs forward and backward inside optimizer.step(closure): they must not count as optimizer.
     assert share["forward"] + share["backward"] > share["optimizer"]
+
+
+def test_optimizer_step_that_raised_does_not_stop_counting():
+    """A step whose closure raised never reaches the post hook; the optimizer's next step must still count."""
+    import torch
+
+    from haiprof.collectors.phases import PhaseRecorder
+
+    records = []
+    recorder = PhaseRecorder(records.append).install()
+    try:
+        model = torch.nn.Linear(4, 1)
+        opt = torch.optim.SGD(model.parameters(), lr=0.1)
+
+        def failing_closure():
+            raise RuntimeError("nan loss")
+
+        with pytest.raises(RuntimeError):
+            opt.step(failing_closure)
+        for _ in range(3):
+            model(torch.randn(2, 4)).sum().backward()
+            opt.step()
+    finally:
+        recorder.uninstall()
+    assert recorder.steps == 3
+    assert sum(1 for r in records if r[0] == "@step") == 3
