@@ -2,8 +2,8 @@
 
 Phases become complete slices ("ph": "X") on one process per rank (host timings on one thread, CUDA-event
 timings on another, the steps on a third); system samples become counter tracks ("ph": "C") of a "system"
-process. `--merge-trace` adds a Kineto trace (torch.profiler's export, trace.json.gz in the run dir by default),
-shifted onto the same time axis.
+process. `--merge-trace` adds a Kineto trace (torch.profiler's export; by default trace.json.gz in the run dir, or in
+each rank's directory), shifted onto the same time axis.
 
 Time axis: microseconds since the run started. Each run dir's CLOCK_MONOTONIC stamps are mapped to wall time
 through the pair meta.json records at start (start_time, start_monotonic_ns); Kineto stamps are wall time
@@ -170,7 +170,8 @@ def kineto_events(path: Path, base_wall_ns: int) -> list[dict]:
     return out
 
 
-def build_trace(run_dir: RunDir, merge: Path | None = None) -> dict:
+def build_trace(run_dir: RunDir, merge: list[Path] | None = None) -> dict:
+    """The Chrome trace of a run; `merge`: Kineto traces to add (see `kineto_traces` for the defaults)."""
     meta = run_dir.read_meta()
     sources = rank_sources(run_dir, meta)
     for _, rdir, rmeta in sources:
@@ -191,11 +192,19 @@ def build_trace(run_dir: RunDir, merge: Path | None = None) -> dict:
                        _meta_event("process_sort_index", pid, 0, 1_000_000 + rank)]
             for name in collectors:
                 events += counter_events(rdir.read_samples(name), rmeta, base_wall_ns, pid, name)
-    if merge is not None:
-        events += kineto_events(merge, base_wall_ns)
+    for path in merge or []:
+        events += kineto_events(path, base_wall_ns)
     return {"traceEvents": events, "displayTimeUnit": "ms", "baseTimeNanoseconds": base_wall_ns,
             "otherData": {"haiprof_run": meta.get("target_name"), "command": meta.get("command"),
-                          "merged_trace": str(merge) if merge else None}}
+                          "merged_traces": [str(p) for p in merge or []]}}
+
+
+def kineto_traces(run_dir: RunDir) -> list[Path]:
+    """The Kineto windows a run holds: its own, or each rank's in a distributed run."""
+    meta = run_dir.read_meta()
+    found = [find_kineto(rdir) for _, rdir, _ in rank_sources(run_dir, meta)]
+    own = find_kineto(run_dir)
+    return [p for p in dict.fromkeys(found + [own]) if p is not None]
 
 
 def write_trace(trace: dict, out: Path) -> Path:
@@ -224,11 +233,11 @@ def cmd_export(argv: list[str]) -> int:
     run_dir = RunDir.open(ns.run_dir)
     merge = None
     if ns.merge_trace is not None:
-        merge = Path(ns.merge_trace) if ns.merge_trace else find_kineto(run_dir)
-        if merge is None:
+        merge = [Path(ns.merge_trace)] if ns.merge_trace else kineto_traces(run_dir)
+        if not merge:
             raise UserError(f"--merge-trace: no Kineto trace in {run_dir.path} ({' or '.join(KINETO_NAMES)})")
-        if not merge.is_file():
-            raise UserError(f"--merge-trace: {merge}: no such file")
+        if not merge[0].is_file():
+            raise UserError(f"--merge-trace: {merge[0]}: no such file")
     try:
         trace = build_trace(run_dir, merge)
     except ExportError as e:

@@ -1,4 +1,5 @@
 """`haiprof export --format chrome`: a structurally valid Chrome trace (what Perfetto's JSON importer reads)."""
+import contextlib
 import gzip
 import json
 from collections import defaultdict
@@ -145,23 +146,35 @@ def test_export_distributed_layout_one_process_per_rank(tmp_path):
         model = torch.nn.Linear(8, 1)
         opt = torch.optim.SGD(model.parameters(), lr=0.1)
         with haiprof.profile(out=job / f"rank-{rank}", sample_interval_s=0.1):
-            for _ in range(3 + rank):
-                model(torch.randn(4, 8)).sum().backward()
-                opt.step()
+            for i in range(3 + rank):
+                window = torch.profiler.profile() if (rank, i) == (1, 2) else contextlib.nullcontext()
+                with window:
+                    model(torch.randn(4, 8)).sum().backward()
+                    opt.step()
+                if (rank, i) == (1, 2):
+                    window.export_chrome_trace(str(job / "rank-1" / "trace.json"))
         meta = json.loads((job / f"rank-{rank}" / "meta.json").read_text())
         meta.update(rank=rank, world_size=2)
         (job / f"rank-{rank}" / "meta.json").write_text(json.dumps(meta))
     (job / "meta.json").write_text(json.dumps({"distributed": True, "target_name": "job"}))
 
-    r = run_haiprof("export", job, "--out", tmp_path / "t.json")
+    r = run_haiprof("export", job, "--merge-trace", "--out", tmp_path / "t.json")
     assert r.returncode == 0, r.stderr
-    events = validate_chrome_trace(json.loads((tmp_path / "t.json").read_text()))
+    trace = json.loads((tmp_path / "t.json").read_text())
+    events = validate_chrome_trace(trace)
+    # Rank 1's Kineto window (its step 2) is found in its own directory and lands inside that step.
+    assert trace["otherData"]["merged_traces"] == [str(job / "rank-1" / "trace.json")]
+    ops = [e for e in events if e["ph"] == "X" and e["name"].startswith("aten::")]
+    rank1_steps = sorted((e["ts"], e["ts"] + e["dur"]) for e in events
+                         if e.get("cat") == "step" and e["pid"] == RANK_PID_BASE + 1)
+    assert ops and rank1_steps[2][0] - 2000 <= min(e["ts"] for e in ops) <= rank1_steps[2][1] + 2000
     steps = defaultdict(int)
     for e in events:
         if e.get("cat") == "step":
             steps[e["pid"]] += 1
     assert steps == {RANK_PID_BASE: 3, RANK_PID_BASE + 1: 4}
-    names = {e["args"]["name"] for e in events if e["ph"] == "M" and e["name"] == "process_name"}
+    names = {e["args"]["name"] for e in events if e["ph"] == "M" and e["name"] == "process_name"
+             and e["pid"] >= RANK_PID_BASE}
     assert names == {"haiprof rank 0", "haiprof rank 1", "haiprof system (rank 0)", "haiprof system (rank 1)"}
     # Rank 1 ran after rank 0: on the shared axis its steps come later.
     first = {pid: min(e["ts"] for e in events if e.get("cat") == "step" and e["pid"] == pid) for pid in steps}
