@@ -149,6 +149,7 @@ class LiveStatus:
         self._thread: threading.Thread | None = None
         self._drawn = False
         self._t0 = time.monotonic()
+        self._prev_excepthook = sys.excepthook
 
     @classmethod
     def start_if_tty(cls, phases_path, quiet: bool = False, stream=None) -> "LiveStatus | None":
@@ -156,9 +157,17 @@ class LiveStatus:
         if not enabled(stream, quiet):
             return None
         live = cls(phases_path, stream)
+        # The launcher prints the script's traceback through sys.excepthook: erase the line first, so the
+        # traceback starts on a clean line.
+        live._prev_excepthook = sys.excepthook
+        sys.excepthook = live._excepthook
         live._thread = threading.Thread(target=live._loop, name="haiprof-progress", daemon=True)
         live._thread.start()
         return live
+
+    def _excepthook(self, *exc_info):
+        self.stop()
+        self._prev_excepthook(*exc_info)
 
     def _width(self) -> int:
         try:
@@ -186,10 +195,14 @@ class LiveStatus:
                 return  # terminal gone or stream closed: stop drawing, never disturb training
 
     def stop(self) -> None:
+        """Stop drawing and erase the line; idempotent."""
         self._stop.set()
-        if self._thread is not None:
+        if self._thread is not None and self._thread is not threading.current_thread():
             self._thread.join(timeout=2)
+        if sys.excepthook is self._excepthook:
+            sys.excepthook = self._prev_excepthook
         if self._drawn:
+            self._drawn = False
             try:
                 self.stream.write(CLEAR)
                 self.stream.flush()

@@ -117,3 +117,17 @@ def test_yields_to_the_scripts_own_tqdm_bar(tmp_path):
     assert rc == 0 and stdout.decode().splitlines() == ["done"]
     assert b"train: " in tty and b"40/40" in tty  # the script's bar is drawn
     assert STATUS not in tty                        # ours stays out of its way
+
+
+def test_traceback_starts_on_a_clean_line(tmp_path):
+    script = tmp_path / "fails.py"
+    script.write_text("import time, torch\n"
+                      "m = torch.nn.Linear(4, 1); opt = torch.optim.SGD(m.parameters(), lr=0.1)\n"
+                      "for _ in range(30):\n"
+                      "    m(torch.randn(2, 4)).sum().backward(); opt.step(); time.sleep(0.05)\n"
+                      "raise ValueError('from the script')\n")
+    rc, tty, _ = _run_with_pty_stderr(["run", "--out", tmp_path / "r", script])
+    assert rc == 1
+    assert STATUS in tty
+    assert b"\r\x1b[KTraceback (most recent call last):" in tty, tty[-1500:]
+    assert b"ValueError: from the script" in tty
