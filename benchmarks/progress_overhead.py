@@ -1,7 +1,7 @@
 """Cost of the live status line: the same fast-stepping loop under `haiprof run`, stderr on a pseudo-terminal,
 with the status line on and off (HAIPROF_PROGRESS=0), alternated so both see the same machine load.
 
-    python benchmarks/progress_overhead.py [--reps 5] [--steps 3000]
+    python benchmarks/progress_overhead.py [--reps 5] [--steps 5000]
 
 Prints the median in-script loop time of each and their ratio (on / off).
 """
@@ -18,6 +18,7 @@ import textwrap
 
 LOOP = textwrap.dedent("""
     import sys, time, torch
+    torch.set_num_threads(1)  # intra-op thread spinning on a shared 2-core box would swamp the difference
     model = torch.nn.Linear(32, 32)
     opt = torch.optim.SGD(model.parameters(), lr=0.01)
     x = torch.randn(16, 32)
@@ -30,7 +31,7 @@ LOOP = textwrap.dedent("""
 """)
 
 
-def one_run(script: str, steps: int, progress: bool, out_dir: str) -> float:
+def one_run(script: str, steps: int, progress: bool, out_dir: str) -> tuple[float, int]:
     master, slave = pty.openpty()
     env = dict(os.environ, HAIPROF_PROGRESS="1" if progress else "0", TERM="xterm")
     proc = subprocess.Popen([sys.executable, "-m", "haiprof", "run", "--out", out_dir, script, str(steps)],
@@ -49,27 +50,31 @@ def one_run(script: str, steps: int, progress: bool, out_dir: str) -> float:
     out = proc.stdout.read().decode()
     proc.wait()
     assert proc.returncode == 0
-    assert (b"steps/s" in tty) == progress, "status line not as expected"
-    return float(out.strip().splitlines()[-1])
+    redraws = tty.count(b"\r\x1b[Khaiprof: ")
+    assert progress or redraws == 0, "status line drawn with HAIPROF_PROGRESS=0"
+    return float(out.strip().splitlines()[-1]), redraws
 
 
 def main() -> int:
     ap = argparse.ArgumentParser()
     ap.add_argument("--reps", type=int, default=5)
-    ap.add_argument("--steps", type=int, default=3000)
+    ap.add_argument("--steps", type=int, default=5000)
     ns = ap.parse_args()
     with tempfile.TemporaryDirectory() as tmp:
         script = os.path.join(tmp, "loop.py")
         with open(script, "w") as f:
             f.write(LOOP)
-        on, off = [], []
+        on, off, redraws = [], [], []
         for i in range(ns.reps):
-            off.append(one_run(script, ns.steps, False, os.path.join(tmp, f"off{i}")))
-            on.append(one_run(script, ns.steps, True, os.path.join(tmp, f"on{i}")))
+            off.append(one_run(script, ns.steps, False, os.path.join(tmp, f"off{i}"))[0])
+            t, n = one_run(script, ns.steps, True, os.path.join(tmp, f"on{i}"))
+            on.append(t)
+            redraws.append(n)
     m_on, m_off = statistics.median(on), statistics.median(off)
     print(f"steps per run: {ns.steps}, reps: {ns.reps}")
     print(f"loop time, status line off: median {m_off:.3f} s  ({ns.steps / m_off:.0f} steps/s)")
     print(f"loop time, status line on:  median {m_on:.3f} s  ({ns.steps / m_on:.0f} steps/s)")
+    print(f"status line redraws per run (on): median {statistics.median(redraws):.0f}")
     print(f"ratio on/off: {m_on / m_off:.3f}")
     return 0
 

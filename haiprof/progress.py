@@ -32,7 +32,14 @@ def enabled(stream, quiet: bool) -> bool:
 
 
 class PhaseTail:
-    """Incremental reader of phases.jsonl: step counts, step rate and per-phase time of the steps so far."""
+    """Incremental reader of phases.jsonl: step count, step rate and per-phase time of the steps seen.
+
+    Cheap by construction, since it shares the GIL with training: marks are counted with bytes.count, and only
+    the last WINDOW_LINES new lines of each poll are parsed and attributed (a sample of the recent steps when
+    training runs faster than that), in one sweep.
+    """
+
+    WINDOW_LINES = 400
 
     def __init__(self, path):
         self.path = path
@@ -40,10 +47,10 @@ class PhaseTail:
         self._partial = b""
         self.step_marks = 0
         self.backward_marks = 0
-        self._first_mark_ns = self._last_mark_ns = None
-        self._edge = None            # end of the span already attributed
-        self._pending: list = []     # intervals not yet wholly attributed
-        self._earliest = None        # first interval's start: where the first step begins
+        self._ref = None             # (mark count, its time) at the first poll that saw a mark
+        self._last = None            # (mark count, its time) at the latest poll that saw a mark
+        self._edge = None            # last step boundary attributed up to
+        self._pending: list = []     # intervals after that boundary, waiting for the next one
         self.totals = dict.fromkeys(ALL_PHASES, 0)
 
     @property
@@ -51,9 +58,9 @@ class PhaseTail:
         return self.step_marks or self.backward_marks
 
     def steps_per_s(self) -> float | None:
-        if self.steps < 2 or self._last_mark_ns == self._first_mark_ns:
+        if self._ref is None or self._last is None or self._last[1] <= self._ref[1]:
             return None
-        return (self.steps - 1) / ((self._last_mark_ns - self._first_mark_ns) / 1e9)
+        return (self._last[0] - self._ref[0]) / ((self._last[1] - self._ref[1]) / 1e9)
 
     def dominant(self) -> tuple[str, float] | None:
         total = sum(self.totals.values())
@@ -72,45 +79,51 @@ class PhaseTail:
         if not chunk:
             return
         self._offset += len(chunk)
-        lines = (self._partial + chunk).split(b"\n")
-        self._partial = lines.pop()  # an unterminated last line waits for the next flush
-        marks = []
+        data = self._partial + chunk
+        cut = data.rfind(b"\n") + 1
+        data, self._partial = data[:cut], data[cut:]  # an unterminated last line waits for the next flush
+        if not data:
+            return
+        self.step_marks += data.count(b'"' + STEP_MARK.encode() + b'"')
+        self.backward_marks += data.count(b'"' + BACKWARD_MARK.encode() + b'"')
+        lines = data.split(b"\n")
+        if len(lines) > self.WINDOW_LINES:
+            lines = lines[-self.WINDOW_LINES:]
+            self._edge, self._pending = None, []  # the carried step is not contiguous with this window
+        kind = STEP_MARK if self.step_marks else BACKWARD_MARK
+        bounds, intervals = [], []
         for line in lines:
             try:
                 name, s, e = json.loads(line)[:3]
             except (ValueError, TypeError):
                 continue
-            if name == STEP_MARK or name == BACKWARD_MARK:
-                marks.append((name, s))
+            if name == kind:
+                bounds.append(s)
             elif name in self.totals:
-                self._pending.append((name, s, e))
-                self._earliest = s if self._earliest is None else min(self._earliest, s)
-        self._count(marks)
-
-    def _count(self, marks: list) -> None:
-        for name, t in marks:
-            if name == STEP_MARK:
-                self.step_marks += 1
-            else:
-                self.backward_marks += 1
-        kind = STEP_MARK if self.step_marks else BACKWARD_MARK
-        bounds = sorted(t for name, t in marks if name == kind)
+                intervals.append((name, s, e))
         if bounds:
-            if self._first_mark_ns is None:
-                self._first_mark_ns = bounds[0]
-            self._last_mark_ns = bounds[-1]
+            count = self.steps
+            self._last = (count, max(bounds))
+            if self._ref is None:
+                self._ref = self._last
+        self._attribute(sorted(bounds), intervals)
+
+    def _attribute(self, bounds: list, intervals: list) -> None:
+        """Add the phases of every step between consecutive known boundaries (one sweep over start times)."""
+        todo = sorted(self._pending + intervals, key=lambda iv: iv[1])
+        active: list = []
+        i = 0
         for b in bounds:
-            if self._edge is not None:
-                a = self._edge
-            else:
-                a = b if self._earliest is None else min(b, self._earliest)
-            if b <= a:
-                continue
-            if self._edge is not None:  # the first step is warm-up: the report excludes it too
-                for phase, ns in attribute(self._pending, a, b).items():
+            while i < len(todo) and todo[i][1] < b:
+                active.append(todo[i])
+                i += 1
+            if self._edge is not None and b > self._edge:
+                # The first step seen is skipped: warm-up, as in the report (or cut by the window).
+                active = [iv for iv in active if iv[2] > self._edge]
+                for phase, ns in attribute(active, self._edge, b).items():
                     self.totals[phase] += ns
-            self._edge = b
-            self._pending = [iv for iv in self._pending if iv[2] > b]
+            self._edge = b if self._edge is None else max(self._edge, b)
+        self._pending = [iv for iv in active + todo[i:] if self._edge is None or iv[2] > self._edge]
 
 
 def tqdm_bar_active() -> bool:

@@ -131,3 +131,45 @@ def test_traceback_starts_on_a_clean_line(tmp_path):
     assert STATUS in tty
     assert b"\r\x1b[KTraceback (most recent call last):" in tty, tty[-1500:]
     assert b"ValueError: from the script" in tty
+
+
+def _synthetic_steps(n, t=0):
+    """Records of n closure-style steps: optimizer wraps zero_grad, forward and backward, as Lightning does."""
+    recs = []
+    for _ in range(n):
+        recs += [["dataloader", t, t + 7], ["forward", t + 9, t + 30], ["optimizer", t + 8, t + 95],
+                 ["backward", t + 31, t + 80], ["@backward", t + 80, t + 80], ["@step", t + 95, t + 95]]
+        t += 100
+    return recs, t
+
+
+def test_phase_tail_matches_the_report_arithmetic(tmp_path):
+    from haiprof.analyzers.steps import build_steps, phase_share
+
+    path = tmp_path / "phases.jsonl"
+    all_recs, t = [], 0
+    tail = PhaseTail(path)
+    for chunk in (3, 1, 40, 17):  # polls that see a few steps each, as the live thread does
+        recs, t = _synthetic_steps(chunk, t)
+        all_recs += recs
+        with open(path, "a") as f:
+            f.write("".join(json.dumps(r) + "\n" for r in recs))
+        tail.poll()
+    steps, _ = build_steps([tuple(r) for r in all_recs])
+    assert tail.steps == len(steps) == 61
+    share = phase_share(steps[1:])  # the first (warm-up) step is excluded in both
+    total = sum(tail.totals.values())
+    for phase, ns in tail.totals.items():
+        assert ns / total == pytest.approx(share[phase], abs=1e-9), phase
+
+
+def test_phase_tail_stays_cheap_when_steps_are_fast(tmp_path):
+    # 20 000 steps arriving in one poll: only a window is parsed, marks are counted without parsing.
+    path = tmp_path / "phases.jsonl"
+    recs, _ = _synthetic_steps(20000)
+    path.write_text("".join(json.dumps(r) + "\n" for r in recs))
+    tail = PhaseTail(path)
+    t0 = time.perf_counter()
+    tail.poll()
+    assert time.perf_counter() - t0 < 1.0
+    assert tail.steps == 20000 and tail.dominant()[0] == "backward"
