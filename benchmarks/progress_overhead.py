@@ -15,6 +15,7 @@ import subprocess
 import sys
 import tempfile
 import textwrap
+import time
 
 LOOP = textwrap.dedent("""
     import sys, time, torch
@@ -55,6 +56,29 @@ def one_run(script: str, steps: int, progress: bool, out_dir: str) -> tuple[floa
     return float(out.strip().splitlines()[-1]), redraws
 
 
+def poll_cost(steps_per_s: int, polls: int = 20) -> float:
+    """CPU seconds one status refresh costs when training makes `steps_per_s` steps (6 records each)."""
+    from haiprof.progress import REFRESH_S, PhaseTail
+    with tempfile.TemporaryDirectory() as tmp:
+        path = os.path.join(tmp, "phases.jsonl")
+        tail = PhaseTail(path)
+        t, costs = 1_000_000, []
+        per_poll = int(steps_per_s * REFRESH_S)
+        for _ in range(polls):
+            lines = []
+            for _ in range(per_poll):
+                lines += [f'["dataloader",{t},{t + 7}]', f'["forward",{t + 9},{t + 30}]',
+                          f'["backward",{t + 31},{t + 80}]', f'["@backward",{t + 80},{t + 80}]',
+                          f'["optimizer",{t + 81},{t + 95}]', f'["@step",{t + 95},{t + 95}]']
+                t += 100
+            with open(path, "a") as f:
+                f.write("\n".join(lines) + "\n")
+            c0 = time.thread_time()
+            tail.poll()
+            costs.append(time.thread_time() - c0)
+    return statistics.median(costs)
+
+
 def main() -> int:
     ap = argparse.ArgumentParser()
     ap.add_argument("--reps", type=int, default=5)
@@ -76,6 +100,11 @@ def main() -> int:
     print(f"loop time, status line on:  median {m_on:.3f} s  ({ns.steps / m_on:.0f} steps/s)")
     print(f"status line redraws per run (on): median {statistics.median(redraws):.0f}")
     print(f"ratio on/off: {m_on / m_off:.3f}")
+    from haiprof.progress import REFRESH_S
+    for rate in (10, 1000, 10000):
+        c = poll_cost(rate)
+        print(f"status refresh at {rate} steps/s: median {c * 1e3:.2f} ms CPU per refresh "
+              f"= {100 * c / REFRESH_S:.2f}% of one core")
     return 0
 
 
