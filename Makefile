@@ -5,7 +5,7 @@ VENV := .venv
 PY := $(VENV)/bin/python
 STAMP := $(VENV)/.installed
 
-.PHONY: demo test browser clean
+.PHONY: demo test browser clean docs
 
 $(STAMP): pyproject.toml constraints.txt
 	$(PYTHON) -m venv $(VENV)
@@ -29,3 +29,7 @@ test: $(STAMP) browser
 
 clean:
 	rm -rf $(VENV) haiprof-runs .pytest_cache
+
+# The README's report screenshot (docs/report.png): profile the example, shoot the report in headless Chromium.
+docs: $(STAMP) browser
+	$(PY) docs/build.py --png docs/report.png

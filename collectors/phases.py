@@ -65,6 +65,7 @@ class PhaseRecorder:
         # Called with the number of completed optimizer steps after each one (e.g. the tracing window); a
         # callback must not raise.
         self.step_callbacks: list[Callable[[int], None]] = []
+        self._opt_outer = None   # the optimizer whose step is being timed (wrappers nest inner steps)
 
     # -- hooks ----------------------------------------------------------------------------------------
     def _gpu_begin(self):
@@ -97,10 +98,19 @@ class PhaseRecorder:
             self._gpu_end("forward", self._fwd_event)
 
     def _opt_pre(self, optimizer, args, kwargs):
+        # Wrapper optimizers (ZeroRedundancyOptimizer, any Optimizer subclass that delegates to an inner one)
+        # fire the global hooks twice per step: only the outermost step is timed and counted. A step that
+        # raised never reached its post hook; the same optimizer stepping again starts afresh.
+        if self._opt_outer is not None and self._opt_outer is not optimizer:
+            return
+        self._opt_outer = optimizer
         self._opt_start = self._clock()
         self._opt_event = self._gpu_begin()
 
     def _opt_post(self, optimizer, args, kwargs):
+        if optimizer is not self._opt_outer:
+            return
+        self._opt_outer = None
         now = self._clock()
         self._append(("optimizer", self._opt_start, now))
         self._append((STEP_MARK, now, now))

@@ -112,6 +112,11 @@ def cmd_analyze(argv: list[str]) -> int:
     return analyze(argv)
 
 
+def cmd_export(argv: list[str]) -> int:
+    from .export import cmd_export as export
+    return export(argv)
+
+
 def cmd_report(argv: list[str]) -> int:
     p = argparse.ArgumentParser(prog="haiprof report", description="(Re)build summary.json and report.html "
                                 "from a run directory, e.g. after the run was killed.")
@@ -134,6 +139,7 @@ COMMANDS = {
     "doctor": (cmd_doctor, "list the collectors available on this host, why not, and how to enable them"),
     "compare": (cmd_compare, "before/after of two runs: step time, throughput, phases, verdict"),
     "analyze": (cmd_analyze, "analyse PyTorch profiler traces (a file or a directory of per-rank traces)"),
+    "export": (cmd_export, "write a run as a Chrome trace for Perfetto (--format chrome)"),
 }
 
 

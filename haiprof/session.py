@@ -133,8 +133,15 @@ def run(opts: RunOptions) -> int:
     run_dir.write_meta(meta)
     setup_s = time.perf_counter() - t_setup - t_torch
 
+    # Live status line on stderr, only on a terminal (haiprof/progress.py). Here, not in profile_target: the
+    # ranks of a distributed job share one terminal and must not each draw a line.
+    from .progress import LiveStatus
+    live = LiveStatus.start_if_tty(run_dir.file("phases.jsonl"), quiet=opts.quiet)
+
     def on_exit(run_dir: RunDir, outcome) -> None:
         t_teardown = time.perf_counter()
+        if live is not None:
+            live.stop()
         finish(run_dir, quiet=opts.quiet)
         # haiprof's own cost, for the overhead benchmark: set-up (torch import excluded) and teardown.
         run_dir.update_meta(overhead_s={"setup": round(setup_s, 4), "torch_import": round(t_torch, 4),

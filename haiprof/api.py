@@ -1,0 +1,250 @@
+"""The Python API: `haiprof.load(RUN_DIR)` for notebooks and scripts, and `haiprof.profile()` for a region.
+
+Everything is read from the run directory (the same files `haiprof report` reads), so a run profiled on a cluster
+can be loaded on a laptop. pandas is imported inside the functions: `import haiprof` is paid by every
+`haiprof run` and must stay cheap.
+
+Times in the DataFrames are seconds since the run started (`t_s`, `start_s`, `end_s`: CLOCK_MONOTONIC minus
+meta.json's `start_monotonic_ns`) and durations are milliseconds (`*_ms`); the unit is always in the column name.
+"""
+from __future__ import annotations
+
+import contextlib
+import os
+import time
+from pathlib import Path
+
+from .rundir import ALL_PHASES, PHASES, RunDir, iter_records
+
+
+class Run:
+    """A loaded run directory. Attributes are plain dicts or pandas DataFrames, computed once on first use.
+
+    - `path`: the run directory (`pathlib.Path`).
+    - `meta`: meta.json (command, argv, host, versions, start/end time, exit code).
+    - `summary`: summary.json (the verdict); recomputed from the raw files when summary.json is absent.
+    - `bottleneck`, `headline`: the verdict (`io`, `compute`, `launch`, `communication` or `none`) and its sentence.
+    - `phase_share`: pandas Series, share of step time per phase (warm-up steps excluded; sums to 1).
+    - `steps`: DataFrame, one row per training step:
+      `step`, `start_s`, `end_s`, `duration_ms`, `<phase>_ms` for dataloader, h2d, forward, backward, optimizer,
+      allreduce and other (they add up to `duration_ms`), and `warmup` (True for steps the shares exclude).
+    - `phases`: DataFrame, one row per measured interval as recorded (nested intervals overlap):
+      `phase`, `timing` (`host`, or `gpu` for CUDA-event timings), `start_s`, `end_s`, `duration_ms`.
+    - `samples`: dict collector name -> DataFrame, one row per sample: `t_s`, `cost_ms` (what taking the sample
+      cost the sampler), then the collector's own fields, whose names carry their units
+      (`cpu_main_pct`, `rss_bytes`, ...). Byte and I/O counters are cumulative since boot or process start.
+    - `findings`: DataFrame: `kind`, `severity`, `share` (of step time, 0..1), `message`, `fixes` (list of fix ids),
+      `evidence` (dict).
+    - `status`: DataFrame, one row per collector: `collector`, `available`, `reason` (why it is unavailable).
+    - `ranks`: dict rank -> `Run` for a distributed run's per-rank directories (rank-<N>/); empty otherwise.
+    """
+
+    def __init__(self, path: str | os.PathLike):
+        self._dir = RunDir.open(path)
+        self.path = self._dir.path
+        self.meta = self._dir.read_meta()
+        self._data = None
+        self._cache: dict = {}
+
+    def __repr__(self) -> str:
+        s = self.summary
+        return f"<haiprof.Run {str(self.path)!r}: {s.get('bottleneck')}, {s.get('steps')} steps>"
+
+    # -- helpers -----------------------------------------------------------------------------------------
+    def _analysis(self):
+        if self._data is None:
+            from .analysis import analyze
+            self._data = analyze(self._dir)
+        return self._data
+
+    def _t0_ns(self) -> int:
+        t0 = self.meta.get("start_monotonic_ns")
+        if isinstance(t0, int):
+            return t0
+        # An older or hand-made run dir: fall back to the earliest timestamp recorded.
+        firsts = [s for _, s, _ in iter_records(self._dir.read_phase_records())]
+        return min(firsts) if firsts else 0
+
+    def _cached(self, key, build):
+        if key not in self._cache:
+            self._cache[key] = build()
+        return self._cache[key]
+
+    # -- the verdict -------------------------------------------------------------------------------------
+    @property
+    def summary(self) -> dict:
+        """summary.json as written at the end of the run (the file of record), else recomputed."""
+        def build():
+            try:
+                return self._dir.read_summary()
+            except (OSError, ValueError):
+                return self._analysis().summary
+        return self._cached("summary", build)
+
+    @property
+    def bottleneck(self) -> str:
+        return self.summary.get("bottleneck", "none")
+
+    @property
+    def headline(self) -> str:
+        return self.summary.get("headline", "")
+
+    @property
+    def phase_share(self):
+        import pandas as pd
+        share = self.summary.get("phase_share", {})
+        return pd.Series({p: float(share.get(p, 0.0)) for p in ALL_PHASES}, name="share")
+
+    # -- tables ------------------------------------------------------------------------------------------
+    @property
+    def steps(self):
+        def build():
+            import pandas as pd
+            data = self._analysis()
+            warmup = int(data.summary.get("warmup_steps_excluded", 0) or 0)
+            t0 = self._t0_ns()
+            rows = []
+            for st in data.steps:
+                row = {"step": st.index, "start_s": (st.start_ns - t0) / 1e9, "end_s": (st.end_ns - t0) / 1e9,
+                       "duration_ms": st.duration_ns / 1e6}
+                for p in ALL_PHASES:
+                    row[f"{p}_ms"] = st.phases_ns.get(p, 0) / 1e6
+                row["warmup"] = st.index < warmup
+                rows.append(row)
+            cols = ["step", "start_s", "end_s", "duration_ms", *(f"{p}_ms" for p in ALL_PHASES), "warmup"]
+            return pd.DataFrame(rows, columns=cols)
+        return self._cached("steps", build)
+
+    @property
+    def phases(self):
+        def build():
+            import pandas as pd
+            t0 = self._t0_ns()
+            rows = []
+            for name, s, e in iter_records(self._dir.read_phase_records()):
+                timing, phase = ("gpu", name[4:]) if name.startswith("gpu:") else ("host", name)
+                if phase not in PHASES or e < s:
+                    continue  # step marks ("@step") live in `steps`
+                rows.append((phase, timing, (s - t0) / 1e9, (e - t0) / 1e9, (e - s) / 1e6))
+            df = pd.DataFrame(rows, columns=["phase", "timing", "start_s", "end_s", "duration_ms"])
+            return df.sort_values("start_s", kind="stable").reset_index(drop=True)
+        return self._cached("phases", build)
+
+    @property
+    def samples(self) -> dict:
+        def build():
+            import pandas as pd
+            t0 = self._t0_ns()
+            out = {}
+            for name in self._dir.sample_collectors():
+                recs = [r for r in self._dir.read_samples(name) if isinstance(r, dict) and "t_ns" in r]
+                df = pd.DataFrame(recs)
+                if df.empty:
+                    df = pd.DataFrame(columns=["t_s", "cost_ms"])
+                else:
+                    df.insert(0, "t_s", (df.pop("t_ns") - t0) / 1e9)
+                    if "cost_ns" in df:
+                        df.insert(1, "cost_ms", df.pop("cost_ns") / 1e6)
+                out[name] = df
+            return out
+        return self._cached("samples", build)
+
+    @property
+    def findings(self):
+        def build():
+            import pandas as pd
+            cols = ["kind", "severity", "share", "message", "fixes", "evidence"]
+            rows = [{c: f.get(c) for c in cols} for f in self.summary.get("findings", [])]
+            return pd.DataFrame(rows, columns=cols)
+        return self._cached("findings", build)
+
+    @property
+    def status(self):
+        def build():
+            import pandas as pd
+            rows = [{"collector": k, "available": bool(v.get("available")), "reason": v.get("reason", "")}
+                    for k, v in sorted(self._dir.read_status().items())]
+            return pd.DataFrame(rows, columns=["collector", "available", "reason"])
+        return self._cached("status", build)
+
+
+    @property
+    def ranks(self) -> dict:
+        def build():
+            import re
+            out = {}
+            for sub in sorted(self.path.iterdir()):
+                m = re.fullmatch(r"rank-(\d+)", sub.name)
+                if m and (sub / "meta.json").is_file():
+                    out[int(m.group(1))] = Run(sub)
+            return dict(sorted(out.items()))
+        return self._cached("ranks", build)
+
+
+def load(run_dir: str | os.PathLike) -> Run:
+    """Load a run directory written by `haiprof run` (or `haiprof.profile()`) as a `haiprof.Run`.
+
+    >>> run = haiprof.load("haiprof-runs/train-20261121-120000")
+    >>> run.bottleneck, run.steps["duration_ms"].median()
+    >>> run.samples["system"].plot(x="t_s", y="cpu_main_pct")
+
+    Raises `haiprof.rundir.NotARunDir` when the path is not a run directory.
+    """
+    return Run(run_dir)
+
+
+class Profile:
+    """What `haiprof.profile()` yields: `path` at once, `run` (a loaded `Run`) after the block ends."""
+
+    def __init__(self, path: Path):
+        self.path = path
+        self.run: Run | None = None
+        self.summary: dict | None = None
+
+
+@contextlib.contextmanager
+def profile(out: str | os.PathLike | None = None, name: str = "profile", sample_interval_s: float = 0.5,
+            quiet: bool = True):
+    """Profile a region of code in this process (a notebook cell, part of a script) with the same collectors as
+    `haiprof run`, writing an ordinary run directory.
+
+    >>> with haiprof.profile() as prof:
+    ...     train(model, loader, epochs=1)
+    >>> prof.run.headline
+
+    `out` defaults to haiprof-runs/<name>-<timestamp>/. The hooks are removed when the block ends, also on an
+    exception (which propagates unchanged after the run directory is finalised). `quiet=False` prints the
+    verdict and the report path on stderr, as `haiprof run` does.
+    """
+    from haiprof.collectors.phases import PhaseRecorder
+
+    from . import session
+
+    opts = session.RunOptions(script=None, module=None, args=[], out=None, quiet=quiet,
+                              sample_interval_s=sample_interval_s)
+    run_dir = RunDir.create(out or session.default_out_dir(name))
+    meta = session.collect_meta(opts, name)
+    meta.update(target_argv=None, command=None, how="profile()")
+    run_dir.write_meta(meta)
+    sidecar = session.start_sidecar(run_dir, sample_interval_s)
+    appender = run_dir.phase_appender().start()
+    recorder = PhaseRecorder(appender.append)
+    try:
+        recorder.install()
+    except Exception as e:  # hooks unavailable in this torch: still run the block, say why
+        run_dir.record_status("phases", False, f"hooks could not be installed: {type(e).__name__}: {e}")
+    handle = Profile(run_dir.path)
+    exit_code, error = 0, None
+    try:
+        yield handle
+    except BaseException as e:
+        exit_code, error = 1, f"{type(e).__name__}: {e}"[:500]
+        raise
+    finally:
+        recorder.uninstall()
+        appender.close()
+        session.stop_sidecar(sidecar)
+        run_dir.update_meta(end_time=time.time(), end_monotonic_ns=time.monotonic_ns(), exit_code=exit_code,
+                            error=error)
+        handle.summary = session.finish(run_dir, quiet=quiet)
+        handle.run = Run(run_dir.path)

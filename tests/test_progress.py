@@ -1,0 +1,175 @@
+"""The live status line: on stderr when it is a terminal (a real pseudo-terminal here), never on a pipe or stdout."""
+import json
+import fcntl
+import os
+import pty
+import struct
+import select
+import subprocess
+import sys
+import termios
+import time
+
+import pytest
+
+from conftest import HAIPROF, SCRIPTS, load_summary, run_haiprof
+from haiprof.progress import PhaseTail, status_line
+
+STATUS = b"steps/s"
+
+
+def _run_with_pty_stderr(args, timeout=120, stdout_pty=False):
+    """Run haiprof with stderr (or stdout) on a pseudo-terminal; return (bytes on the pty, bytes on the pipes)."""
+    master, slave = pty.openpty()
+    fcntl.ioctl(slave, termios.TIOCSWINSZ, struct.pack("HHHH", 24, 120, 0, 0))  # a 120-column terminal
+    streams = {"stdout": slave, "stderr": subprocess.PIPE} if stdout_pty else \
+        {"stdout": subprocess.PIPE, "stderr": slave}
+    env = dict(os.environ, HAIPROF_PROGRESS="1", TERM="xterm")
+    proc = subprocess.Popen([*HAIPROF, *map(str, args)], stdin=subprocess.DEVNULL, env=env, **streams)
+    os.close(slave)
+    got = b""
+    deadline = time.monotonic() + timeout
+    while time.monotonic() < deadline:
+        r, _, _ = select.select([master], [], [], 0.2)
+        if r:
+            try:
+                chunk = os.read(master, 65536)
+            except OSError:  # EIO: every holder of the slave side has closed it
+                break
+            if not chunk:
+                break
+            got += chunk
+        elif proc.poll() is not None:
+            break
+    os.close(master)
+    piped = (proc.stderr if stdout_pty else proc.stdout).read()
+    proc.wait(timeout=30)
+    return proc.returncode, got, piped
+
+
+def test_status_line_on_a_terminal(tmp_path):
+    out = tmp_path / "r"
+    rc, tty, stdout = _run_with_pty_stderr(["run", "--out", out, SCRIPTS / "exits.py", "loop", "60"])
+    assert rc == 0
+    assert STATUS in tty and b"\r\x1b[K" in tty, tty[-2000:]
+    # Redrawn in place, with the step count going up.
+    frames = [f for f in tty.split(b"\r\x1b[K") if f.startswith(b"haiprof: ") and STATUS in f]
+    counts = [int(f.split()[1]) for f in frames]
+    assert len(counts) >= 2 and counts == sorted(counts) and counts[-1] > counts[0], frames
+    assert counts[-1] <= load_summary(out)["steps"] == 60
+    assert b"of step time" in frames[-1]
+    # Erased before the verdict: the verdict starts on a clean line.
+    assert b"\r\x1b[Khaiprof: " in tty and b"report: " in tty.split(frames[-1])[-1]
+    # Nothing of ours on stdout: the script's own output, byte for byte.
+    assert stdout.decode().splitlines() == ["ready", "done"]
+
+
+def test_no_status_line_on_a_pipe(tmp_path):
+    r = run_haiprof("run", "--out", tmp_path / "r", SCRIPTS / "exits.py", "loop", "30",
+                    env={"HAIPROF_PROGRESS": "1", "TERM": "xterm"})
+    assert r.returncode == 0
+    assert "steps/s" not in r.stderr and "\x1b" not in r.stderr and "\r" not in r.stderr
+    assert "steps/s" not in r.stdout and r.stdout.splitlines() == ["ready", "done"]
+    assert "report: " in r.stderr
+
+
+def test_stdout_terminal_alone_gets_no_status(tmp_path):
+    # stdout on a terminal but stderr piped: the status never goes to stdout.
+    rc, tty, stderr = _run_with_pty_stderr(["run", "--out", tmp_path / "r", SCRIPTS / "exits.py", "loop", "30"],
+                                           stdout_pty=True)
+    assert rc == 0
+    assert STATUS not in tty and b"\x1b[K" not in tty
+    assert STATUS not in stderr
+
+
+def test_quiet_and_opt_out_silence_it(tmp_path):
+    rc, tty, _ = _run_with_pty_stderr(["run", "--quiet", "--out", tmp_path / "q", SCRIPTS / "exits.py", "loop", "30"])
+    assert rc == 0 and tty == b""
+
+
+def test_phase_tail_counts_and_attributes(tmp_path):
+    # The reader behind the line: incremental, torn last line tolerated, first (warm-up) step excluded.
+    path = tmp_path / "phases.jsonl"
+    recs = []
+    t = 0
+    for i in range(5):
+        recs += [["dataloader", t, t + 10], ["forward", t + 10, t + 30], ["backward", t + 30, t + 90],
+                 ["@backward", t + 90, t + 90], ["optimizer", t + 90, t + 100], ["@step", t + 100, t + 100]]
+        t += 100
+    lines = [json.dumps(r) for r in recs]
+    path.write_text("\n".join(lines[:14]) + "\n" + lines[14][:5])
+    tail = PhaseTail(path)
+    tail.poll()
+    assert tail.steps == 2
+    with open(path, "a") as f:
+        f.write(lines[14][5:] + "\n" + "\n".join(lines[15:]) + "\n")
+    tail.poll()
+    assert tail.steps == 5
+    assert tail.dominant() == ("backward", 0.6)
+    assert tail.totals["dataloader"] == 40 and tail.totals["other"] == 0
+    assert tail.steps_per_s() == 4 / (400 / 1e9)
+    assert status_line(tail, 1.0).startswith("haiprof: 5 steps · ")
+
+
+def test_yields_to_the_scripts_own_tqdm_bar(tmp_path):
+    pytest.importorskip("tqdm", reason="tqdm comes with the test extra (transformers)")
+    rc, tty, stdout = _run_with_pty_stderr(["run", "--out", tmp_path / "r", SCRIPTS / "tqdm_loop.py", "40"])
+    assert rc == 0 and stdout.decode().splitlines() == ["done"]
+    assert b"train: " in tty and b"40/40" in tty  # the script's bar is drawn
+    assert STATUS not in tty                        # ours stays out of its way
+
+
+def test_traceback_starts_on_a_clean_line(tmp_path):
+    script = tmp_path / "fails.py"
+    script.write_text("import time, torch\n"
+                      "m = torch.nn.Linear(4, 1); opt = torch.optim.SGD(m.parameters(), lr=0.1)\n"
+                      "for _ in range(30):\n"
+                      "    m(torch.randn(2, 4)).sum().backward(); opt.step(); time.sleep(0.05)\n"
+                      "raise ValueError('from the script')\n")
+    rc, tty, _ = _run_with_pty_stderr(["run", "--out", tmp_path / "r", script])
+    assert rc == 1
+    assert STATUS in tty
+    assert b"\r\x1b[KTraceback (most recent call last):" in tty, tty[-1500:]
+    assert b"ValueError: from the script" in tty
+
+
+def _synthetic_steps(n, t=0):
+    """Records of n closure-style steps: optimizer wraps zero_grad, forward and backward, as Lightning does."""
+    recs = []
+    for _ in range(n):
+        recs += [["dataloader", t, t + 7], ["forward", t + 9, t + 30], ["optimizer", t + 8, t + 95],
+                 ["backward", t + 31, t + 80], ["@backward", t + 80, t + 80], ["@step", t + 95, t + 95]]
+        t += 100
+    return recs, t
+
+
+def test_phase_tail_matches_the_report_arithmetic(tmp_path):
+    from haiprof.analyzers.steps import build_steps, phase_share
+
+    path = tmp_path / "phases.jsonl"
+    all_recs, t = [], 0
+    tail = PhaseTail(path)
+    for chunk in (3, 1, 40, 17):  # polls that see a few steps each, as the live thread does
+        recs, t = _synthetic_steps(chunk, t)
+        all_recs += recs
+        with open(path, "a") as f:
+            f.write("".join(json.dumps(r) + "\n" for r in recs))
+        tail.poll()
+    steps, _ = build_steps([tuple(r) for r in all_recs])
+    assert tail.steps == len(steps) == 61
+    share = phase_share(steps[1:])  # the first (warm-up) step is excluded in both
+    total = sum(tail.totals.values())
+    for phase, ns in tail.totals.items():
+        assert ns / total == pytest.approx(share[phase], abs=1e-9), phase
+
+
+def test_phase_tail_stays_cheap_when_steps_are_fast(tmp_path):
+    # 20 000 steps arriving in one poll: only a window is parsed, marks are counted without parsing.
+    path = tmp_path / "phases.jsonl"
+    recs, _ = _synthetic_steps(20000)
+    path.write_text("".join(json.dumps(r) + "\n" for r in recs))
+    tail = PhaseTail(path)
+    t0 = time.perf_counter()
+    tail.poll()
+    assert time.perf_counter() - t0 < 1.0
+    assert tail.steps == 20000 and tail.dominant()[0] == "backward"
