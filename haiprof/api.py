@@ -27,7 +27,9 @@ class Run:
     - `phase_share`: pandas Series, share of step time per phase (warm-up steps excluded; sums to 1).
     - `steps`: DataFrame, one row per training step:
       `step`, `start_s`, `end_s`, `duration_ms`, `<phase>_ms` for dataloader, h2d, forward, backward, optimizer,
-      allreduce and other (they add up to `duration_ms`), and `warmup` (True for steps the shares exclude).
+      allreduce and other (they add up to `duration_ms`), `warmup` (the first steps, excluded as warm-up), `traced`
+      (touched by the op-level tracing window, excluded for profiler overhead) and `in_stats` (True for the steps
+      phase_share and step_time_s are computed from).
     - `phases`: DataFrame, one row per measured interval as recorded (nested intervals overlap):
       `phase`, `timing` (`host`, or `gpu` for CUDA-event timings), `start_s`, `end_s`, `duration_ms`.
     - `samples`: dict collector name -> DataFrame, one row per sample: `t_s`, `cost_ms` (what taking the sample
@@ -100,8 +102,11 @@ class Run:
     def steps(self):
         def build():
             import pandas as pd
+            from haiprof.analyzers import steps as step_analysis
+            from haiprof.analyzers import thresholds as T
             data = self._analysis()
             warmup = int(data.summary.get("warmup_steps_excluded", 0) or 0)
+            kept = {id(st) for st in step_analysis.steady_steps(data.steps, T.WARMUP_STEPS)}
             t0 = self._t0_ns()
             rows = []
             for st in data.steps:
@@ -110,8 +115,11 @@ class Run:
                 for p in ALL_PHASES:
                     row[f"{p}_ms"] = st.phases_ns.get(p, 0) / 1e6
                 row["warmup"] = st.index < warmup
+                row["traced"] = bool(getattr(st, "traced", False))
+                row["in_stats"] = id(st) in kept
                 rows.append(row)
-            cols = ["step", "start_s", "end_s", "duration_ms", *(f"{p}_ms" for p in ALL_PHASES), "warmup"]
+            cols = ["step", "start_s", "end_s", "duration_ms", *(f"{p}_ms" for p in ALL_PHASES), "warmup",
+                    "traced", "in_stats"]
             return pd.DataFrame(rows, columns=cols)
         return self._cached("steps", build)
 

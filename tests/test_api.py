@@ -35,13 +35,15 @@ def test_load_round_trips_the_run(seeded_run):
     steps = run.steps
     assert len(steps) == summary["steps"] == 16  # 2 epochs x 8 batches
     assert list(steps.columns) == ["step", "start_s", "end_s", "duration_ms",
-                                   *(f"{p}_ms" for p in ALL_PHASES), "warmup"]
+                                   *(f"{p}_ms" for p in ALL_PHASES), "warmup", "traced", "in_stats"]
     # Every nanosecond of a step goes to exactly one phase.
     parts = steps[[f"{p}_ms" for p in ALL_PHASES]].sum(axis=1)
     assert (parts - steps["duration_ms"]).abs().max() < 1e-3
     assert steps["warmup"].sum() == summary["warmup_steps_excluded"]
     # The shares in summary.json follow from the steps table.
-    steady = steps[~steps["warmup"]]
+    assert steps["traced"].sum() == summary["traced_steps_excluded"] > 0   # the tracing window is on by default
+    steady = steps[steps["in_stats"]]
+    assert len(steady) == summary["steps_analyzed"]
     for p in ALL_PHASES:
         assert steady[f"{p}_ms"].sum() / steady["duration_ms"].sum() == pytest.approx(
             summary["phase_share"][p], abs=1e-4)

@@ -2,6 +2,7 @@
 import contextlib
 import gzip
 import json
+import shutil
 from collections import defaultdict
 
 import pytest
@@ -128,7 +129,11 @@ def test_merge_kineto_window_lines_up(tmp_path):
 def test_export_bad_input(tmp_path, seeded_run):
     r = run_haiprof("export", tmp_path / "missing")
     assert r.returncode == 2 and r.stderr.startswith("haiprof: error:") and "Traceback" not in r.stderr
-    r = run_haiprof("export", seeded_run, "--merge-trace")
+    no_trace = tmp_path / "no-trace"
+    shutil.copytree(seeded_run, no_trace)
+    for f in no_trace.glob("trace.json*"):   # the tracing window's trace, written by default
+        f.unlink()
+    r = run_haiprof("export", no_trace, "--merge-trace")
     assert r.returncode == 2 and "no Kineto trace" in r.stderr
     bad = tmp_path / "bad.json.gz"
     bad.write_bytes(b"not gzip")

@@ -49,7 +49,11 @@ def test_hf_trainer_tiny_gpt2(tmp_path):
     s = load_summary(out)
     assert trainer["global_step"] == 8 and s["steps"] == 8
     assert s["phase_share"]["forward"] > 0.05 and s["phase_share"]["backward"] > 0.05
-    assert s["bottleneck"] == "compute"
+    # A tiny GPT-2 on a CPU is hundreds of small ops per step: the op-level analysis of the tracing window may
+    # rightly call it launch-bound; either way the step is spent in the model, not waiting for data.
+    assert s["bottleneck"] in ("compute", "launch"), s["headline"]
+    if s["bottleneck"] == "launch":
+        assert s["launch"]["cpu"]["ops_per_step"] >= 100
 
 
 @pytest.mark.slow
