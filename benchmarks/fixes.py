@@ -38,10 +38,11 @@ LOSS_TAIL = 5   # as the loss guard: mean loss over the last steps both runs hav
 
 # (row name, example, its arguments, --fix value, goal speedup, runner)
 ROWS = [
-    ("input-bound", "examples/input_bound.py", ["--batches", "40"], "prefetch", 2.5, "python"),
+    ("input-bound", "examples/input_bound.py", ["--batches", "200"], "prefetch", 2.5, "python"),
     ("compute-bound", "examples/compute_bound.py", ["--steps", "20"], "amp", 2.0, "python"),
-    ("launch-bound", "examples/launch_bound.py", [], "compile", 1.5, "python"),
-    ("launch-bound", "examples/launch_bound.py", [], "fused-optim", 1.5, "python"),
+    ("launch-bound", "examples/launch_bound.py", ["--steps", "200"], "compile", 1.5, "python"),
+    ("launch-bound", "examples/launch_bound.py", ["--steps", "200"], "fused-optim", 1.5, "python"),
+    ("launch-bound", "examples/launch_bound.py", ["--steps", "200"], "compile,fused-optim", 1.5, "python"),
     ("communication-bound", "examples/ddp_comm_bound.py", ["--steps", "20"], "compress", 1.7, "shaped2"),
 ]
 
@@ -104,12 +105,12 @@ def one_run(out: Path, example, args, fix, runner, net=None) -> dict:
     rdir = out / "rank-0" if runner == "shaped2" else out
     throughput, n_window, slow = window_throughput(rdir)
     results = {x["id"]: x for x in (rank_s.get("fixes") or {}).get("results", [])}
-    mine = results.get(fix) or {}
+    ids = [x.split("=")[0] for x in fix.split(",")] if fix else []
     guard = rank_s.get("loss_guard") or {}
     return {"steps_per_s": throughput, "window_steps": n_window, "outlier_steps": slow,
             "median_steps_per_s": 1 / s["step_time_s"]["median"], "wall_s": rank_s.get("wall_time_s"),
-            "bottleneck": s["bottleneck"], "fix_status": mine.get("status"),
-            "compile_s": (mine.get("details") or {}).get("compile_s"), "loss_guard": guard.get("status"),
+            "bottleneck": s["bottleneck"], "fix_status": "/".join(str((results.get(i) or {}).get("status")) for i in ids),
+            "compile_s": ((results.get("compile") or {}).get("details") or {}).get("compile_s"), "loss_guard": guard.get("status"),
             "dir": rdir}
 
 
