@@ -1,6 +1,6 @@
 """Baseline vs fixed steps/s on the bundled examples, side by side in one run.
 
-    python benchmarks/fixes.py [--repeats 5] [--only input-bound,compute-bound] [--json rows.json]
+    python benchmarks/fixes.py [--repeats 5] [--only input-bound,compute-bound] [--only ROW:FIX] [--json rows.json]
 
 For each row, unfixed and fixed `haiprof run`s of the same example alternate (A B A B ...), so load on a shared
 machine hits both alike. steps/s is the throughput of the measured window: the steps after the first SKIP_STEPS
@@ -9,7 +9,8 @@ tracing window profiled, divided by the time they took. Not 1 / median step time
 batches arrive in bursts, most steps find their batch ready, and the median step says nothing about throughput.
 The speedup is the median fixed over the median baseline, with the spread (min-max) of the per-pair ratios.
 Compile time comes from torch's own compile timers and is printed separately; the script checks that no step
-of the window overlapped compilation (a step > COMPILE_STEP_FACTOR x the window's median is reported). Wall time per run includes worker start-up and compile time. The load
+of the window overlapped compilation (a step > COMPILE_STEP_FACTOR x the window's median is reported).
+Wall time per run includes worker start-up and compile time. The load
 average (/proc/loadavg, 1 min) is printed before and after each row: the machine may be shared.
 The communication row runs 2 ranks (`haiprof run --nproc-per-node 2`) inside a network namespace whose loopback
 is shaped to 1 Gbit/s (benchmarks/shaped_net.py); it is reported, not run, where that cannot be created.
@@ -109,8 +110,10 @@ def one_run(out: Path, example, args, fix, runner, net=None) -> dict:
     guard = rank_s.get("loss_guard") or {}
     return {"steps_per_s": throughput, "window_steps": n_window, "outlier_steps": slow,
             "median_steps_per_s": 1 / s["step_time_s"]["median"], "wall_s": rank_s.get("wall_time_s"),
-            "bottleneck": s["bottleneck"], "fix_status": "/".join(str((results.get(i) or {}).get("status")) for i in ids),
-            "compile_s": ((results.get("compile") or {}).get("details") or {}).get("compile_s"), "loss_guard": guard.get("status"),
+            "bottleneck": s["bottleneck"],
+            "fix_status": "/".join(str((results.get(i) or {}).get("status")) for i in ids),
+            "compile_s": ((results.get("compile") or {}).get("details") or {}).get("compile_s"),
+            "loss_guard": guard.get("status"),
             "dir": rdir}
 
 
@@ -176,10 +179,11 @@ def format_row(r: dict) -> str:
 def main() -> int:
     ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     ap.add_argument("--repeats", type=int, default=5)
-    ap.add_argument("--only", help="comma-separated row names (or row:fix, e.g. launch-bound:compile)")
+    ap.add_argument("--only", action="append", help="row names, comma-separated, or one ROW:FIX per --only "
+                    "(e.g. --only launch-bound:compile,fused-optim); may be repeated")
     ap.add_argument("--json", help="also write the rows to this file")
     ns = ap.parse_args()
-    only = set(ns.only.split(",")) if ns.only else None
+    only = {x for o in ns.only for x in ([o] if ":" in o else o.split(","))} if ns.only else None
     rows = []
     print(f"cores available: {len(os.sched_getaffinity(0))}, repeats: {ns.repeats}, "
           f"loadavg: {Path('/proc/loadavg').read_text().strip()}", flush=True)
