@@ -37,8 +37,8 @@ def main():
     y = torch.randint(0, 4, (args.steps * args.batch_size,))
     loader = DataLoader(TensorDataset(x, y), batch_size=args.batch_size, shuffle=True)
     model = nn.Sequential(*[TinyBlock(args.width) for _ in range(args.depth)], nn.Linear(args.width, 4))
-    # A per-parameter (foreach=False) optimizer: one small update per tensor, as in many older training loops.
-    opt = torch.optim.Adam(model.parameters(), lr=1e-3, foreach=False)
+    # Adam with torch's CPU default, the per-parameter loop: one small update per tensor (foreach is the CUDA default).
+    opt = torch.optim.Adam(model.parameters(), lr=1e-3)
     loss_fn = nn.CrossEntropyLoss()
     for step, (xb, yb) in enumerate(loader):
         opt.zero_grad()

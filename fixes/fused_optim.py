@@ -1,8 +1,10 @@
 """fused-optim: the multi-tensor implementations of SGD, Adam and AdamW.
 
 The default (for-loop) implementation launches a handful of small kernels per parameter; `foreach` updates all
-parameters of a group with one call per operation, and `fused` does the whole update in one kernel. Fused is
-chosen when every parameter is a floating CUDA tensor (the fused kernels' condition), foreach on CPU.
+parameters of a group with one call per operation, and `fused` does the whole update in one kernel call. Fused is
+chosen when every parameter is a floating tensor on a device torch has fused kernels for (CUDA, and CPU since
+torch 2.4: one C++ loop instead of ~10 dispatched ops per parameter, about 10x faster than the loop and 5x than
+foreach for many small tensors); foreach otherwise.
 The script's own choice wins: an explicit foreach=/fused= argument, or differentiable=True, is left alone.
 """
 from __future__ import annotations
@@ -37,11 +39,20 @@ def choose(tensors: list, torch) -> tuple[str | None, str]:
     if not tensors:
         return None, "no parameters"
     devices = {t.device.type for t in tensors}
-    if devices == {"cuda"} and all(torch.is_floating_point(t) for t in tensors):
-        return "fused", "all parameters are floating-point CUDA tensors"
+    fused_devices = set(_fused_devices(torch))
+    if len(devices) == 1 and devices <= fused_devices and all(torch.is_floating_point(t) for t in tensors):
+        return "fused", f"all parameters are floating-point {next(iter(devices)).upper()} tensors"
     if devices <= {"cpu", "cuda"}:
         return "foreach", f"parameters on {'/'.join(sorted(devices))}"
     return None, f"parameters on {'/'.join(sorted(devices))}: no foreach/fused path assumed"
+
+
+def _fused_devices(torch) -> list:
+    try:
+        from torch.utils._foreach_utils import _get_fused_kernels_supported_devices
+        return list(_get_fused_kernels_supported_devices())
+    except ImportError:   # older torch: fused kernels were CUDA-only
+        return ["cuda"]
 
 
 def install(ctx: FixContext) -> None:
@@ -81,8 +92,16 @@ def _wrap(cls, original_init, state, ctx, torch):
         try:
             result = original_init(*bound.args, **bound.kwargs)
         except (RuntimeError, ValueError) as e:   # e.g. fused unsupported for this dtype: fall back, say why
-            state.skipped(f"{mode}=True rejected by torch ({e}); default implementation kept", target)
             a.pop(mode)
+            if mode == "fused":
+                try:
+                    a["foreach"] = True
+                    result = original_init(*bound.args, **bound.kwargs)
+                    state.applied(target, f"foreach=True (fused=True rejected by torch: {e})", mode="foreach")
+                    return result
+                except (RuntimeError, ValueError):
+                    a.pop("foreach")
+            state.skipped(f"{mode}=True rejected by torch ({e}); default implementation kept", target)
             return original_init(*bound.args, **bound.kwargs)
         state.applied(target, f"{mode}=True ({why})", mode=mode)
         return result

@@ -40,7 +40,7 @@ def test_prefetch_fused_optim_amp_take_effect_and_loss_holds(runs):
     p = probe(r.stdout)
     assert p["num_workers"] > 1 and p["persistent_workers"]
     assert p["main_pid"] not in p["batch_pids"] and len(p["batch_pids"]) > 1   # worker processes loaded
-    assert p["foreach"] is True
+    assert p["fused"] is True
     s = load_summary(out)
     res = results(s)
     assert res["prefetch"]["status"] == res["fused-optim"]["status"] == "applied"

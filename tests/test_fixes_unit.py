@@ -11,7 +11,7 @@ from haiprof.analyzers.compare import compare_summaries, text_lines
 from haiprof.analyzers.loss_guard import compare_losses
 from haiprof.fixes import FixSpecError, install_fixes, parse_spec
 from haiprof.fixes import amp as amp_fix
-from haiprof.fixes import bucket, prefetch
+from haiprof.fixes import bucket, fused_optim, prefetch
 
 from conftest import REPO
 
@@ -101,7 +101,7 @@ def test_choose_workers_rules():
 
 
 @pytest.mark.parametrize("cls", [torch.optim.SGD, torch.optim.Adam, torch.optim.AdamW])
-def test_fused_optim_makes_cpu_optimizers_foreach(cls):
+def test_fused_optim_makes_cpu_optimizers_fused(cls):
     model = nn.Linear(4, 2)
     fixes = install_fixes({"fused-optim": None})
     try:
@@ -109,11 +109,17 @@ def test_fused_optim_makes_cpu_optimizers_foreach(cls):
         explicit = cls(model.parameters(), lr=0.1, foreach=False)
     finally:
         res = _result(fixes, "fused-optim")
-    assert opt.param_groups[0]["foreach"] is True and len(opt.param_groups[0]["params"]) == 2
+    # torch has fused CPU kernels for SGD/Adam/AdamW (one call for the whole update)
+    assert opt.param_groups[0]["fused"] is True and len(opt.param_groups[0]["params"]) == 2
     assert explicit.param_groups[0]["foreach"] is False
-    assert res["status"] == "applied" and "foreach=True" in res["reason"]
+    assert res["status"] == "applied" and "fused=True" in res["reason"]
     assert any("explicitly" in e["reason"] for e in res["events"])
     assert cls(model.parameters(), lr=0.1).param_groups[0]["foreach"] is None   # undone
+
+
+def test_fused_optim_foreach_where_no_fused_kernel():
+    assert fused_optim.choose([torch.zeros(2, dtype=torch.complex64)], torch)[0] == "foreach"
+    assert fused_optim.choose([torch.zeros(2)], torch)[0] == "fused"
 
 
 def test_fused_optim_same_updates_as_default():
