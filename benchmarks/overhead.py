@@ -37,16 +37,19 @@ def main() -> int:
     ap.add_argument("--repeats", type=int, default=7)
     ap.add_argument("--steps", type=int, default=200)
     ap.add_argument("--kinds", default="compute,fast")
+    ap.add_argument("--haiprof-args", default="", help="extra `haiprof run` options, e.g. '--trace-steps 0'")
     args = ap.parse_args()
     tmp = Path(tempfile.mkdtemp(prefix="haiprof-bench-"))
-    print(f"python {sys.version.split()[0]}, {args.repeats} interleaved pairs per workload, {args.steps} steps/run")
+    print(f"python {sys.version.split()[0]}, {args.repeats} interleaved pairs per workload, {args.steps} steps/run, "
+          f"haiprof options: {args.haiprof_args or '(defaults)'}, load average {open('/proc/loadavg').read().split()[0]}")
     for kind in args.kinds.split(","):
         wl = [str(WORKLOAD), "--kind", kind, "--steps", str(args.steps)]
         ratios, extra_wall, medians, self_reported = [], [], ([], []), []
         for i in range(args.repeats):
             plain = one_run([sys.executable, *wl])
             run_dir = tmp / f"{kind}-{i}"
-            prof = one_run([sys.executable, "-m", "haiprof", "run", "--quiet", "--out", str(run_dir), *wl])
+            prof = one_run([sys.executable, "-m", "haiprof", "run", "--quiet", *args.haiprof_args.split(),
+                            "--out", str(run_dir), *wl])
             own = json.loads((run_dir / "meta.json").read_text()).get("overhead_s", {})
             self_reported.append(own.get("setup", 0) + own.get("teardown", 0))
             ratios.append(prof[0] / plain[0])

@@ -39,22 +39,24 @@ def available_cores() -> int:
 SCHEDSTAT = "/proc/thread-self/schedstat"
 
 
-def _busy_ns() -> int | None:
-    """ns this thread ran on a CPU plus ns it sat runnable waiting for one (schedstat fields 1 and 2).
-
-    Waiting for a CPU counts as busy: on a loaded machine CPU-bound loading is slow because it lacks CPU,
-    which more workers than cores would not fix. Sleeping on storage shows in neither field.
-    """
+def _sched_ns() -> tuple[int, int] | None:
+    """(ns this thread ran on a CPU, ns it sat runnable waiting for one): schedstat fields 1 and 2."""
     try:
         with open(SCHEDSTAT, encoding="ascii") as f:
             run_ns, wait_ns = f.read().split()[:2]
-        return int(run_ns) + int(wait_ns)
+        return int(run_ns), int(wait_ns)
     except (OSError, ValueError):
         return None
 
 
 def probe_cpu_fraction(dataset, n: int = PROBE_SAMPLES, budget_s: float = PROBE_BUDGET_S) -> float | None:
-    """Fraction of a sample fetch spent on (or queued for) a CPU; the rest is waiting. None when not measurable."""
+    """Share of a sample fetch spent computing, of the time the fetch could have used a CPU; the rest is waiting
+    (storage, sleep). None when not measurable.
+
+    Time queued for a CPU is left out of the denominator: on a loaded machine CPU-bound loading still scores ~1
+    (it ran whenever it was not queued), and a loader that sleeps on storage still scores ~0 even when every
+    wake-up has to queue for a CPU.
+    """
     try:
         size = len(dataset)
     except TypeError:
@@ -62,18 +64,20 @@ def probe_cpu_fraction(dataset, n: int = PROBE_SAMPLES, budget_s: float = PROBE_
     if size == 0:
         return None
     idx = [int(i * size / n) for i in range(min(n, size))]
-    use_sched = _busy_ns() is not None
-    wall = busy = 0.0
+    use_sched = _sched_ns() is not None
+    wall = run = queued = 0.0
     for i in idx:
         w0 = time.perf_counter()
-        b0 = _busy_ns() / 1e9 if use_sched else time.process_time()
+        s0 = _sched_ns() if use_sched else (int(time.process_time() * 1e9), 0)
         dataset[i]
-        b1 = _busy_ns() / 1e9 if use_sched else time.process_time()
+        s1 = _sched_ns() if use_sched else (int(time.process_time() * 1e9), 0)
         wall += time.perf_counter() - w0
-        busy += b1 - b0
+        run += (s1[0] - s0[0]) / 1e9
+        queued += (s1[1] - s0[1]) / 1e9
         if wall > budget_s:
             break
-    return None if wall <= 0 else min(1.0, busy / wall)
+    usable = wall - queued
+    return None if usable <= 0 else min(1.0, run / usable)
 
 
 def choose_workers(cpu_fraction: float | None, cores: int) -> tuple[int, str]:

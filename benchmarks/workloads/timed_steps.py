@@ -1,6 +1,6 @@
 """Benchmark workload that times its own steps (so the same number is read with and without haiprof).
 
---kind compute: the compute-bound example's model (large dense layers); --kind fast: ~5 ms steps (small MLP).
+--kind compute: the compute-bound example's model (large dense layers); --kind fast: a few-ms step (small MLP).
 Prints one JSON line at the end: {"step_s": [...]} .
 """
 import argparse
@@ -18,7 +18,7 @@ torch.manual_seed(0)
 if args.kind == "compute":
     width, batch, depth = 1024, 128, 3
 else:
-    width, batch, depth = 384, 64, 3
+    width, batch, depth = 512, 128, 3
 layers = []
 for _ in range(depth):
     layers += [nn.Linear(width, width), nn.ReLU()]
