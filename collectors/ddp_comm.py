@@ -23,6 +23,8 @@ import time
 import weakref
 from typing import Callable
 
+from .undo import undo_all
+
 DDP_MARK = "@ddp"
 BATCH_MARK = "@batch"
 DDP_KEYS = ("avg_backward_comm_time", "avg_backward_compute_comm_overlap_time", "avg_backward_compute_time",
@@ -157,9 +159,4 @@ class DDPCommObserver:
             self.uninstall()
 
     def uninstall(self) -> None:
-        while self._undo:
-            undo = self._undo.pop()
-            try:
-                undo()
-            except Exception:  # a hook already gone is fine: uninstall must never raise
-                pass
+        undo_all(self._undo)

@@ -14,6 +14,7 @@ import weakref
 from typing import Callable
 
 from .loader_cpu import ThreadBusyClock
+from .undo import undo_all
 
 STEP_MARK = "@step"
 BACKWARD_MARK = "@backward"
@@ -253,9 +254,4 @@ class PhaseRecorder:
 
     def uninstall(self) -> None:
         self._busy_clock.close()
-        while self._undo:
-            undo = self._undo.pop()
-            try:
-                undo()
-            except Exception:  # a hook already gone is fine: uninstall must never raise
-                pass
+        undo_all(self._undo)
