@@ -3,22 +3,16 @@ from __future__ import annotations
 
 import statistics
 
+from .counters import rate_series
+
 
 def rates(samples: list[dict], key: str) -> list[tuple[float, float]]:
     """(t_s since first sample, bytes/s) between consecutive samples of a cumulative counter; resets skipped."""
-    out = []
-    prev = None
-    t0 = samples[0]["t_ns"] if samples else 0
-    for s in samples:
-        if key not in s or "t_ns" not in s:
-            continue
-        if prev is not None:
-            dt = (s["t_ns"] - prev["t_ns"]) / 1e9
-            dv = s[key] - prev[key]
-            if dt > 0 and dv >= 0:
-                out.append(((s["t_ns"] - t0) / 1e9, dv / dt))
-        prev = s
-    return out
+    if not samples:
+        return []
+    t0 = samples[0]["t_ns"]
+    series = rate_series(samples, lambda s: s.get(key))
+    return [((t1 - t0) / 1e9, rate) for t1, rate in zip(series["t1"], series["rate"])]
 
 
 def _mean(xs):
