@@ -8,6 +8,8 @@ from __future__ import annotations
 
 import os
 
+from .proctree import tree
+
 
 class SystemSampler:
     name = "system"
@@ -32,14 +34,16 @@ class SystemSampler:
 
     def _tree(self) -> list:
         ps = self._psutil
-        procs = [self.root]
-        try:
-            procs += [c for c in self.root.children(recursive=True) if c.pid not in self.exclude]
-        except ps.Error:
-            pass
         live = {}
-        for p in procs:
-            live[p.pid] = self._procs.get(p.pid, p)  # reuse: cpu_percent needs the previous call's state
+        # proctree walks /proc/<pid>/task/*/children; psutil's children(recursive=True) scans every /proc/*/stat.
+        for pid in tree(self.root.pid, exclude=self.exclude):
+            proc = self._procs.get(pid)   # reuse: cpu_percent needs the previous call's state
+            if proc is None:
+                try:
+                    proc = self.root if pid == self.root.pid else ps.Process(pid)
+                except ps.Error:
+                    continue              # exited between the walk and now
+            live[pid] = proc
         for pid in set(self._last_io) - set(live):   # exited since the last sample
             r, w = self._last_io.pop(pid)
             self._retired_io[0] += r
