@@ -27,10 +27,12 @@ class RunData:
 
 
 def _trace_results(run_dir: RunDir) -> dict:
-    """Per-rank results `haiprof analyze` stored beside the phases (trace.json); {} for `haiprof run` dirs."""
+    """Per-rank results `haiprof analyze` stored beside the phases; {} for `haiprof run` dirs."""
     import json
+
+    from .trace_analyze import TRACE_FILE
     try:
-        with open(run_dir.file("trace.json"), encoding="utf-8") as f:
+        with open(run_dir.file(TRACE_FILE), encoding="utf-8") as f:
             out = json.load(f)
         return out if isinstance(out, dict) else {}
     except (OSError, ValueError):

@@ -16,7 +16,7 @@ from . import __version__
 from .cli import UserError
 from .rundir import PHASES_FILE, RunDir, write_json_atomic
 
-TRACE_FILE = "trace.json"
+TRACE_FILE = "trace_analysis.json"   # not trace.json: that name is the tracing window's Kineto trace
 
 
 def _parser() -> argparse.ArgumentParser:

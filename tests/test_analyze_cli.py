@@ -19,6 +19,8 @@ def _check_contract(summary):
     assert abs(sum(summary["phase_share"].values()) - 1) <= 0.01
     for f in summary["findings"]:
         assert {"kind", "severity", "message", "evidence", "fixes"} <= set(f)
+    # The analysis results are not mistaken for a tracing-window trace of a `haiprof run` directory.
+    assert summary.get("launch") is None
 
 
 def test_directory_of_rank_traces(tmp_path):
