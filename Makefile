@@ -15,6 +15,7 @@ $(STAMP): pyproject.toml constraints.txt
 	touch $(STAMP)
 
 demo: $(STAMP)
+	rm -rf haiprof-runs/demo   # the demo's own directory: haiprof never writes into an earlier run
 	$(VENV)/bin/haiprof run --out haiprof-runs/demo examples/input_bound.py --batches 40
 
 # The report tests drive a real headless Chromium; install Debian's when absent (CI runs as root).

@@ -90,7 +90,7 @@ def main(argv: list[str]) -> int:
         run_dir.record_status("gather", False, gather.reason)
 
     def on_exit(run_dir: RunDir, outcome) -> None:
-        _finish_rank(run_dir, gather, rank, world, terminating=outcome.how == "sigterm")
+        _finish_rank(run_dir, gather, rank, world, terminating=outcome.how in ("sigterm", "sighup"))
 
     fix_plan = None
     if ropts.fix:   # named fixes only: `auto` is refused before launch (distributed.rewrite)

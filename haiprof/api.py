@@ -230,7 +230,7 @@ def profile(out: str | os.PathLike | None = None, name: str = "profile", sample_
 
     opts = session.RunOptions(script=None, module=None, args=[], out=None, quiet=quiet,
                               sample_interval_s=sample_interval_s)
-    run_dir = RunDir.create(out or session.default_out_dir(name))
+    run_dir = session.claim_out_dir(out, name)
     meta = session.collect_meta(opts, name)
     meta.update(target_argv=None, command=None, how="profile()")
     run_dir.write_meta(meta)
@@ -243,16 +243,23 @@ def profile(out: str | os.PathLike | None = None, name: str = "profile", sample_
         run_dir.record_status("phases", False, f"hooks could not be installed: {type(e).__name__}: {e}")
     handle = Profile(run_dir.path)
     exit_code, error = 0, None
+    owner_pid = os.getpid()
     try:
         yield handle
     except BaseException as e:
         exit_code, error = 1, f"{type(e).__name__}: {e}"[:500]
         raise
     finally:
-        recorder.uninstall()
-        appender.close()
-        session.stop_sidecar(sidecar)
-        run_dir.update_meta(end_time=time.time(), end_monotonic_ns=time.monotonic_ns(), exit_code=exit_code,
-                            error=error)
-        handle.summary = session.finish(run_dir, quiet=quiet)
-        handle.run = Run(run_dir.path)
+        if os.getpid() == owner_pid:   # a forked child leaving the block must not finalize the run
+            _finalize(run_dir, handle, recorder, appender, sidecar, exit_code, error, quiet)
+
+
+def _finalize(run_dir, handle, recorder, appender, sidecar, exit_code, error, quiet) -> None:
+    from . import session
+    recorder.uninstall()
+    appender.close()
+    session.stop_sidecar(sidecar)
+    run_dir.update_meta(end_time=time.time(), end_monotonic_ns=time.monotonic_ns(), exit_code=exit_code,
+                        error=error)
+    handle.summary = session.finish(run_dir, quiet=quiet)
+    handle.run = Run(run_dir.path)

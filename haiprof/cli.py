@@ -151,7 +151,7 @@ def _usage() -> str:
 
 def main(argv: list[str] | None = None) -> int:
     from .launcher import LaunchError
-    from .rundir import NotARunDir
+    from .rundir import NotARunDir, OutDirError
 
     argv = list(sys.argv[1:] if argv is None else argv)
     if not argv or argv[0] in ("-h", "--help"):
@@ -165,7 +165,7 @@ def main(argv: list[str] | None = None) -> int:
         return _fail(f"unknown command {name!r}\n{_usage()}")
     try:
         return COMMANDS[name][0](rest)
-    except (UserError, LaunchError, NotARunDir) as e:
+    except (UserError, LaunchError, NotARunDir, OutDirError) as e:
         return _fail(str(e))
     except KeyboardInterrupt:
         return 130

@@ -102,13 +102,18 @@ def recommended(summary: dict) -> dict:
 
 
 def diagnosis_pass(opts, parent: Path, target_name: str, steps: int) -> Path:
-    out = parent / f"{target_name}-diagnosis-{time.strftime('%Y%m%d-%H%M%S')}"
+    out = RunDir.claim_new(parent, f"{target_name}-diagnosis").path
+    (out / "samples").rmdir()   # the run below claims its --out only while it is empty
     target = ["-m", opts.module] if opts.module else [opts.script]
     cmd = [sys.executable, "-m", "haiprof", "run", "--quiet", "--steps", str(steps), "--out", str(out),
            "--sample-interval", str(opts.sample_interval_s), *target, *opts.args]
-    out.mkdir(parents=True, exist_ok=True)
-    with open(out / "stdout.txt", "w", encoding="utf-8") as stdout:   # keep the terminal for the real run
+    log = out.parent / f".{out.name}.stdout.txt"   # beside the run while it runs, then moved in
+    with open(log, "w", encoding="utf-8") as stdout:   # keep the terminal for the real run
         subprocess.run(cmd, stdout=stdout, check=False)
+    try:
+        os.replace(log, out / "stdout.txt")
+    except OSError:
+        pass
     return out
 
 

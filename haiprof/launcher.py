@@ -10,6 +10,7 @@ import os
 import runpy
 import signal
 import sys
+import threading
 import traceback
 from dataclasses import dataclass
 from types import TracebackType
@@ -20,39 +21,116 @@ class LaunchError(Exception):
 
 
 class Terminated(BaseException):
-    """Raised in the main thread by our SIGTERM handler, so the stack unwinds and the report gets written."""
+    """Raised in the main thread by our SIGTERM/SIGHUP handler, so the stack unwinds and the report gets
+    written."""
+
+    def __init__(self, signum: int = signal.SIGTERM):
+        super().__init__(signum)
+        self.signum = signum
+
+
+# Signals that end python by default and after which we still write the report (SIGHUP: the ssh session
+# dropped). One the parent set to be ignored (nohup) stays ignored.
+_TERMINATING = (signal.SIGTERM, signal.SIGHUP)
 
 
 @dataclass
 class Outcome:
     exit_code: int
-    how: str                      # "exit" | "exception" | "sigint" | "sigterm" | "step-limit"
+    how: str                      # "exit" | "exception" | "sigint" | "sigterm" | "sighup" | "step-limit"
     reraise_signal: int | None = None
     error: str | None = None      # one line, for the report: "ValueError: bad shape"
+
+
+class ScriptSyntaxError(Exception):
+    """The script does not compile: `text` is python's own caret display, printed as python would (exit 1)."""
+
+    def __init__(self, exc: SyntaxError):
+        super().__init__(str(exc))
+        self.text = "".join(traceback.format_exception_only(type(exc), exc))
+
+
+def _module_path0() -> str:
+    return os.getcwd()   # python -m puts the current directory first on sys.path
 
 
 def _check_target(script: str | None, module: str | None) -> None:
     if module is not None:
         import importlib.util
+        saved = sys.path[0] if sys.path else None
+        if sys.path:
+            sys.path[0] = _module_path0()
+        else:
+            sys.path.append(_module_path0())
         try:
             spec = importlib.util.find_spec(module)
         except (ImportError, ValueError) as e:
             raise LaunchError(f"cannot find module {module!r}: {e}") from None
+        finally:
+            if saved is not None:
+                sys.path[0] = saved
         if spec is None:
             raise LaunchError(f"No module named {module!r}")
         return
     if not os.path.exists(script):
-        raise LaunchError(f"can't open file {script!r}: No such file or directory")
+        raise LaunchError(f"can't open file {os.path.abspath(script)!r}: [Errno 2] No such file or directory")
     if os.path.isdir(script) and not os.path.exists(os.path.join(script, "__main__.py")):
         raise LaunchError(f"can't find '__main__' module in {script!r}")
     if os.path.isfile(script):
+        _compile(script)
+
+
+def _compile(script: str):
+    path = os.path.abspath(script)
+    try:
+        with open(path, "rb") as f:
+            source = f.read()
+    except OSError as e:
+        raise LaunchError(f"can't open file {path!r}: [Errno {e.errno}] {e.strerror}") from None
+    try:
+        return compile(source, path, "exec", dont_inherit=True)
+    except SyntaxError as e:
+        raise ScriptSyntaxError(e) from None
+    except ValueError as e:   # source with NUL bytes
+        raise LaunchError(f"can't read {script!r}: {e}") from None
+
+
+def _run_file(script: str) -> None:
+    """Run a file in a fresh `__main__` module set up as python's own: absolute __file__, the builtins module,
+    a SourceFileLoader; it stays sys.modules['__main__'] afterwards (threads and atexit handlers may use it)."""
+    import builtins
+    import types
+    from importlib.machinery import SourceFileLoader
+
+    path = os.path.abspath(script)
+    code = _compile(script)
+    main = types.ModuleType("__main__")
+    main.__dict__.update(__file__=path, __builtins__=builtins, __loader__=SourceFileLoader("__main__", path),
+                         __spec__=None, __cached__=None, __package__=None, __annotations__={})
+    sys.modules["__main__"] = main
+    exec(code, main.__dict__)
+
+
+def _join_user_threads() -> None:
+    """What the interpreter does once the main body is over: tell executors to stop, then wait for every
+    non-daemon thread (steps trained there must be recorded before we tear down)."""
+    def pending():
+        me = threading.current_thread()
+        return [t for t in threading.enumerate() if t is not me and not t.daemon and t.is_alive()]
+
+    if not pending():
+        return
+    for callback in reversed(list(getattr(threading, "_threading_atexits", []))):
         try:
-            with open(script, "rb") as f:
-                compile(f.read(), script, "exec")
-        except SyntaxError as e:
-            raise LaunchError(f"{script}:{e.lineno}: SyntaxError: {e.msg}") from None
-        except (OSError, ValueError) as e:
-            raise LaunchError(f"can't read {script!r}: {e}") from None
+            callback()
+        except Exception:
+            pass
+    while True:
+        threads = pending()
+        if not threads:
+            return
+        for t in threads:
+            t.join()
 
 
 def _user_traceback(tb: TracebackType | None, user_file: str | None) -> TracebackType | None:
@@ -78,36 +156,46 @@ def run(script: str | None, args: list[str], module: str | None = None,
     saved_argv, saved_path0 = sys.argv[:], sys.path[0] if sys.path else None
     main_pid = os.getpid()
 
-    def on_sigterm(signum, frame):
+    def on_signal(signum, frame):
         if os.getpid() != main_pid:     # a forked child (DataLoader worker): behave like python would
             signal.signal(signum, signal.SIG_DFL)
             os.kill(os.getpid(), signum)
             return
-        raise Terminated()
+        raise Terminated(signum)
 
-    previous_term = signal.signal(signal.SIGTERM, on_sigterm)
+    previous = {}
+    for signum in _TERMINATING:
+        if signal.getsignal(signum) != signal.SIG_IGN:
+            previous[signum] = signal.signal(signum, on_signal)
     user_file = None
     try:
         if module is not None:
             sys.argv = [module, *args]   # runpy replaces argv[0] with the module's path, as python -m does
-            sys.path[0] = os.getcwd()
-            runpy.run_module(module, run_name="__main__", alter_sys=True)
+            sys.path[0] = _module_path0()
+            import builtins
+            runpy.run_module(module, run_name="__main__", alter_sys=True, init_globals={"__builtins__": builtins})
         else:
             user_file = os.path.abspath(script)
             sys.argv = [script, *args]
-            sys.path[0] = os.path.dirname(user_file)
-            runpy.run_path(script, run_name="__main__")
-        return Outcome(0, "exit")
+            # python: the directory of the real file (a symlinked script imports beside its target)
+            sys.path[0] = os.path.dirname(os.path.realpath(script))
+            if os.path.isfile(script):
+                _run_file(script)
+            else:   # a directory or zip with __main__.py
+                runpy.run_path(script, run_name="__main__")
+        outcome = Outcome(0, "exit")
+    except ScriptSyntaxError as e:   # a script that changed on disk since the check
+        sys.stderr.write(e.text)
+        outcome = Outcome(1, "exception", error=f"SyntaxError: {e}"[:500])
     except SystemExit as e:
         if step_limit_exc is not None and isinstance(e, step_limit_exc):
-            return Outcome(0, "step-limit")
-        return Outcome(_exit_code(e.code), "exit")
+            outcome = Outcome(0, "step-limit")
+        else:
+            outcome = Outcome(_exit_code(e.code), "exit")
     except KeyboardInterrupt as e:
-        e.__traceback__ = _user_traceback(e.__traceback__, user_file)
-        traceback.print_exception(type(e), e, e.__traceback__, file=sys.stderr)
-        return Outcome(130, "sigint", reraise_signal=signal.SIGINT, error="KeyboardInterrupt")
-    except Terminated:
-        return Outcome(128 + signal.SIGTERM, "sigterm", reraise_signal=signal.SIGTERM, error="SIGTERM")
+        outcome = _interrupted(e, user_file)
+    except Terminated as e:
+        outcome = _terminated(e)
     except BaseException as e:  # the user's exception: print it as python would, from the user's frames
         tb = _user_traceback(e.__traceback__, user_file)
         e.__traceback__ = tb  # the C excepthook reads the exception's own traceback
@@ -115,13 +203,33 @@ def run(script: str | None, args: list[str], module: str | None = None,
             sys.excepthook(type(e), e, tb)
         except Exception:
             traceback.print_exception(type(e), e, tb)
-        return Outcome(1, "exception", error=f"{type(e).__name__}: {e}"[:500])
+        outcome = Outcome(1, "exception", error=f"{type(e).__name__}: {e}"[:500])
+    try:
+        if outcome.reraise_signal is None:
+            _join_user_threads()
+    except KeyboardInterrupt as e:
+        outcome = _interrupted(e, None)
+    except Terminated as e:
+        outcome = _terminated(e)
     finally:
-        if signal.getsignal(signal.SIGTERM) is on_sigterm:
-            signal.signal(signal.SIGTERM, previous_term)
+        for signum, handler in previous.items():
+            if signal.getsignal(signum) is on_signal:
+                signal.signal(signum, handler)
         sys.argv = saved_argv
         if saved_path0 is not None and sys.path:
             sys.path[0] = saved_path0
+    return outcome
+
+
+def _interrupted(e: KeyboardInterrupt, user_file: str | None) -> Outcome:
+    e.__traceback__ = _user_traceback(e.__traceback__, user_file)
+    traceback.print_exception(type(e), e, e.__traceback__, file=sys.stderr)
+    return Outcome(130, "sigint", reraise_signal=signal.SIGINT, error="KeyboardInterrupt")
+
+
+def _terminated(e: Terminated) -> Outcome:
+    name = signal.Signals(e.signum).name
+    return Outcome(128 + e.signum, name.lower(), reraise_signal=e.signum, error=name)
 
 
 def _exit_code(code) -> int:

@@ -16,6 +16,7 @@ from __future__ import annotations
 import json
 import os
 import threading
+import time
 from collections import deque
 from pathlib import Path
 from typing import Any, Iterable
@@ -36,6 +37,10 @@ SAMPLES_DIR = "samples"
 
 class NotARunDir(Exception):
     """Raised when a path is not a haiprof run directory."""
+
+
+class OutDirError(Exception):
+    """The output directory cannot be used (taken, not a directory, not writable): one line for the user."""
 
 
 def write_json_atomic(path: Path, obj: Any) -> None:
@@ -130,10 +135,52 @@ class RunDir:
     # -- creation -------------------------------------------------------------------------------------
     @classmethod
     def create(cls, path: str | os.PathLike) -> "RunDir":
-        p = Path(path)
+        p = Path(path).absolute()
         p.mkdir(parents=True, exist_ok=True)
         (p / SAMPLES_DIR).mkdir(exist_ok=True)
         return cls(p)
+
+    @classmethod
+    def claim(cls, path: str | os.PathLike) -> "RunDir":
+        """A new run directory at `path`, which must not exist yet or be empty: a run never appends to another
+        run, and never writes over a user's files. Absolute, so the script's os.chdir() cannot move it."""
+        p = Path(path).absolute()
+        try:
+            if p.is_dir() and any(p.iterdir()):
+                what = "an earlier haiprof run" if (p / META).is_file() else "other files"
+                raise OutDirError(f"--out {path}: the directory is not empty (it holds {what}); "
+                                  "choose a new directory or remove it")
+            if p.exists() and not p.is_dir():
+                raise OutDirError(f"--out {path}: exists and is not a directory")
+            p.mkdir(parents=True, exist_ok=True)
+            (p / SAMPLES_DIR).mkdir()   # exclusive: of two runs given the same --out at once, one wins
+        except OutDirError:
+            raise
+        except FileExistsError:
+            raise OutDirError(f"--out {path}: another run is using this directory") from None
+        except OSError as e:
+            raise OutDirError(f"--out {path}: cannot create the run directory: {e.strerror or e}") from None
+        return cls(p)
+
+    @classmethod
+    def claim_new(cls, parent: str | os.PathLike, name: str) -> "RunDir":
+        """A fresh `parent/name-<timestamp>[-N]/`, created atomically: two runs started in the same second (or
+        at the same instant in two processes) each get their own directory."""
+        parent = Path(parent).absolute()
+        base = f"{name}-{time.strftime('%Y%m%d-%H%M%S')}"
+        try:
+            parent.mkdir(parents=True, exist_ok=True)
+            for n in range(1, 10_000):
+                p = parent / (base if n == 1 else f"{base}-{n}")
+                try:
+                    p.mkdir()   # exclusive: exactly one process wins a name
+                except FileExistsError:
+                    continue
+                (p / SAMPLES_DIR).mkdir()
+                return cls(p)
+        except OSError as e:
+            raise OutDirError(f"cannot create a run directory in {parent}: {e.strerror or e}") from None
+        raise OutDirError(f"cannot create a run directory in {parent}: too many runs named {base}")
 
     @classmethod
     def open(cls, path: str | os.PathLike) -> "RunDir":
@@ -183,9 +230,13 @@ class RunDir:
         return sorted(p.stem for p in d.glob("*.jsonl")) if d.is_dir() else []
 
     def record_status(self, collector: str, available: bool, reason: str = "") -> None:
+        # Called from hooks inside the user's training loop: a vanished or full disk must never raise there.
         line = json.dumps({"collector": collector, "available": available, "reason": reason})
-        with open(self.path / STATUS_FILE, "a", encoding="utf-8") as f:
-            f.write(line + "\n")
+        try:
+            with open(self.path / STATUS_FILE, "a", encoding="utf-8") as f:
+                f.write(line + "\n")
+        except OSError:
+            pass
 
     def read_status(self) -> dict:
         """Latest status per collector (a later line overrides: a collector that failed mid-run)."""

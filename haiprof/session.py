@@ -6,6 +6,7 @@ without touching the script's exit code.
 """
 from __future__ import annotations
 
+import contextlib
 import os
 import platform
 import signal
@@ -37,14 +38,12 @@ class RunOptions:
     fix: str | None = None        # --fix spec ("prefetch,amp" or "auto"), see fixrun.py
 
 
-def default_out_dir(target_name: str) -> Path:
-    stamp = time.strftime("%Y%m%d-%H%M%S")
-    base = Path("haiprof-runs") / f"{target_name}-{stamp}"
-    path, n = base, 1
-    while path.exists():  # two runs in the same second get their own directories
-        n += 1
-        path = base.with_name(f"{base.name}-{n}")
-    return path
+DEFAULT_PARENT = "haiprof-runs"
+
+
+def claim_out_dir(out: str | None, target_name: str) -> RunDir:
+    """The run's own new directory, absolute (see RunDir.claim / claim_new); OutDirError if it cannot be."""
+    return RunDir.claim(out) if out else RunDir.claim_new(DEFAULT_PARENT, target_name)
 
 
 def _cpu_model() -> str:
@@ -114,8 +113,13 @@ def run(opts: RunOptions) -> int:
     t_setup = time.perf_counter()
     target = opts.module or opts.script
     target_name = Path(target.rstrip("/")).stem if opts.script else opts.module.split(".")[-1]
-    launcher._check_target(opts.script, opts.module)   # bad target: fail before creating anything
-    out_dir = Path(opts.out) if opts.out else default_out_dir(target_name)
+    try:
+        launcher._check_target(opts.script, opts.module)   # bad target: fail before creating anything
+    except launcher.ScriptSyntaxError as e:   # the user's own error: python's caret display, exit 1
+        sys.stderr.write(e.text)
+        return 1
+    run_dir = claim_out_dir(opts.out, target_name)   # a bad --out fails here, before the script starts
+    out_dir = run_dir.path
     t_torch = time.perf_counter()
     import torch  # noqa: F401  (the script imports it anyway; timed apart from our own set-up)
     t_torch = time.perf_counter() - t_torch
@@ -124,12 +128,15 @@ def run(opts: RunOptions) -> int:
         meta.setdefault("rank", int(os.environ["RANK"]))
     # --- fixes (haiprof run --fix): choose them (may run a diagnosis pass) before our run dir exists ---
     from . import fixrun
-    fix_plan = fixrun.plan(opts, out_dir, target_name, fixrun.target_key(meta)) if opts.fix else None
+    try:
+        fix_plan = fixrun.plan(opts, out_dir, target_name, fixrun.target_key(meta)) if opts.fix else None
+    except BaseException:
+        _remove_if_empty(run_dir)
+        raise
     if fix_plan is not None:
         meta.update(fixes_requested=fixrun.format_requested(fix_plan), fix_source=fix_plan.source,
                     baseline_run=fix_plan.baseline_run, diagnosis_run=fix_plan.diagnosis_run)
     # --- end fixes ---
-    run_dir = RunDir.create(out_dir)
     run_dir.write_meta(meta)
     setup_s = time.perf_counter() - t_setup - t_torch
 
@@ -148,6 +155,14 @@ def run(opts: RunOptions) -> int:
                                         "teardown": round(time.perf_counter() - t_teardown, 4)})
 
     return profile_target(run_dir, opts, on_exit, fix_plan)
+
+
+def _remove_if_empty(run_dir: RunDir) -> None:
+    try:
+        (run_dir.path / "samples").rmdir()
+        run_dir.path.rmdir()
+    except OSError:
+        pass
 
 
 def _install(run_dir: RunDir, name: str, collector) -> bool:
@@ -183,25 +198,29 @@ def profile_target(run_dir: RunDir, opts: RunOptions, on_exit: Callable, fix_pla
     window = TraceWindow(run_dir.path, appender.append, run_dir.record_status, active_steps=opts.trace_steps)
     recorder.step_callbacks.append(window.on_step)
     outcome = None
+    owner_pid = os.getpid()
     try:
         outcome = launcher.run(opts.script, opts.args, opts.module, step_limit_exc=StepLimitReached)
     finally:
-        ddp.uninstall()
-        recorder.uninstall()
-        window.close()      # before appender.close(): it writes the window's end mark
-        fix_session.finish()
-        appender.close()
-        if hooks_ok:
-            roots = recorder.narrowed_to
-            run_dir.record_status("phases", True, "" if roots is None else
-                                  f"forward timed on {roots} root module(s) after step 2")
-        stop_sidecar(sidecar)
-        if outcome is None:  # we are being torn down by something we did not catch
-            outcome = launcher.Outcome(1, "exception", error="haiprof interrupted")
-        run_dir.update_meta(end_time=time.time(), end_monotonic_ns=time.monotonic_ns(),
-                            exit_code=outcome.exit_code, how=outcome.how, error=outcome.error,
-                            steps_limit=opts.steps)
-        on_exit(run_dir, outcome)
+        if os.getpid() != owner_pid:   # a child the script forked ended here: it must not finalize our run
+            _exit_forked_child(outcome)
+        with _finishing(run_dir):
+            ddp.uninstall()
+            recorder.uninstall()
+            window.close()      # before appender.close(): it writes the window's end mark
+            fix_session.finish()
+            appender.close()
+            if hooks_ok:
+                roots = recorder.narrowed_to
+                run_dir.record_status("phases", True, "" if roots is None else
+                                      f"forward timed on {roots} root module(s) after step 2")
+            stop_sidecar(sidecar)
+            if outcome is None:  # we are being torn down by something we did not catch
+                outcome = launcher.Outcome(1, "exception", error="haiprof interrupted")
+            run_dir.update_meta(end_time=time.time(), end_monotonic_ns=time.monotonic_ns(),
+                                exit_code=outcome.exit_code, how=outcome.how, error=outcome.error,
+                                steps_limit=opts.steps)
+            on_exit(run_dir, outcome)
     if outcome.reraise_signal is not None:
         # Die of the same signal, as python would, so the parent sees the same status.
         sys.stdout.flush()
@@ -209,6 +228,62 @@ def profile_target(run_dir: RunDir, opts: RunOptions, on_exit: Callable, fix_pla
         signal.signal(outcome.reraise_signal, signal.SIG_DFL)
         os.kill(os.getpid(), outcome.reraise_signal)
     return outcome.exit_code
+
+
+def _exit_forked_child(outcome) -> None:
+    """End a child the script forked as python would end it (its atexit handlers, flushed output, its exit
+    status), without our teardown and without C++ static destructors (libkineto's hang after a fork)."""
+    import atexit
+    try:
+        atexit._run_exitfuncs()
+    except BaseException:
+        pass
+    for stream in (sys.stdout, sys.stderr):
+        try:
+            stream.flush()
+        except Exception:
+            pass
+    if outcome is not None and outcome.reraise_signal is not None:
+        signal.signal(outcome.reraise_signal, signal.SIG_DFL)
+        os.kill(os.getpid(), outcome.reraise_signal)
+    os._exit(1 if outcome is None else outcome.exit_code)
+
+
+@contextlib.contextmanager
+def _finishing(run_dir: RunDir):
+    """While the report is written: a first Ctrl-C is noted and the report still finished; a second one stops,
+    naming the command that rebuilds it. A hang-up (the terminal is gone) no longer ends the process here."""
+    presses = 0
+
+    def on_sigint(signum, frame):
+        nonlocal presses
+        presses += 1
+        if presses > 1:
+            raise KeyboardInterrupt
+        _say(f"haiprof: finishing the report in {run_dir.path} (Ctrl-C again to skip it)")
+
+    previous = {}
+    try:
+        previous[signal.SIGINT] = signal.signal(signal.SIGINT, on_sigint)
+        if signal.getsignal(signal.SIGHUP) == signal.SIG_DFL:
+            previous[signal.SIGHUP] = signal.signal(signal.SIGHUP, signal.SIG_IGN)
+    except ValueError:   # not the main thread: signals cannot be handled here
+        pass
+    try:
+        yield
+    except KeyboardInterrupt:
+        _say(f"haiprof: report not written; rebuild it with: haiprof report {run_dir.path}")
+        raise
+    finally:
+        for signum, handler in previous.items():
+            signal.signal(signum, handler)
+
+
+def _say(line: str) -> None:
+    try:
+        print(line, file=sys.stderr, flush=True)
+    except (OSError, ValueError):   # the terminal is gone (SIGHUP) or stderr closed
+        pass
 
 
 def finish(run_dir: RunDir, quiet: bool = False) -> dict | None:
@@ -225,9 +300,9 @@ def finish(run_dir: RunDir, quiet: bool = False) -> dict | None:
         run_dir.write_summary(data.summary)
         report = html.write(data, run_dir.file("report.html"))
     except Exception as e:
-        print(f"haiprof: could not write the report in {run_dir.path}: {type(e).__name__}: {e}", file=sys.stderr)
+        _say(f"haiprof: could not write the report in {run_dir.path}: {type(e).__name__}: {e}")
         return None
     if not quiet:
         for line in console.verdict_lines(data.summary, report) + console_lines(data.summary):
-            print(line, file=sys.stderr)
+            _say(line)
     return data.summary

@@ -18,11 +18,15 @@ def test_missing_script(tmp_path):
     assert not (tmp_path / "r").exists()
 
 
-def test_syntax_error(tmp_path):
+def test_syntax_error_is_the_users_error_not_ours(tmp_path):
+    # The script's own mistake: python's caret display and exit 1 (test_reliability_run compares it byte for
+    # byte with python's); nothing is created.
     bad = tmp_path / "bad.py"
     bad.write_text("def f(:\n    pass\n")
-    line = _one_line_error(run_haiprof("run", "--out", tmp_path / "r", bad))
-    assert "SyntaxError" in line and "bad.py:1" in line
+    r = run_haiprof("run", "--out", tmp_path / "r", bad)
+    assert r.returncode == 1 and "Traceback" not in r.stderr
+    assert f'File "{bad}", line 1' in r.stderr and r.stderr.rstrip().endswith("SyntaxError: invalid syntax")
+    assert not (tmp_path / "r").exists()
 
 
 def test_missing_module(tmp_path):

@@ -94,8 +94,11 @@ def test_run_ending_inside_the_window_keeps_a_partial_trace(tmp_path):
 
 def test_profiler_failure_is_a_reason_not_a_crash(tmp_path):
     out = tmp_path / "fail"
-    (out / "trace.json" / "in-the-way").mkdir(parents=True)   # torch.profiler cannot write its trace there
-    r = run_haiprof("run", "--quiet", "--out", out, SCRIPTS / "seeded_train.py")
+    # The run directory must start empty, so the script itself puts the obstacle there before the window.
+    script = tmp_path / "obstruct_then_train.py"
+    script.write_text(f"import os, runpy\nos.makedirs({str(out / 'trace.json' / 'in-the-way')!r})\n"
+                      f"runpy.run_path({str(SCRIPTS / 'seeded_train.py')!r}, run_name='__main__')\n")
+    r = run_haiprof("run", "--quiet", "--out", out, script)
     assert r.returncode == 0, r.stderr
     assert r.stdout.count("\n") == 16 and r.stderr == ""    # the script ran to its end, undisturbed
     st = _trace_status(out)
