@@ -10,7 +10,7 @@ import os
 import statistics
 import time
 
-from haiprof.hwcollectors import hardware_classes
+from haiprof.runtime.hwcollectors import hardware_classes
 from haiprof.collectors.system import SystemSampler
 
 

@@ -58,7 +58,7 @@ def one_run(script: str, steps: int, progress: bool, out_dir: str) -> tuple[floa
 
 def poll_cost(steps_per_s: int, polls: int = 20) -> float:
     """CPU seconds one status refresh costs when training makes `steps_per_s` steps (6 records each)."""
-    from haiprof.progress import REFRESH_S, PhaseTail
+    from haiprof.runtime.progress import REFRESH_S, PhaseTail
     with tempfile.TemporaryDirectory() as tmp:
         path = os.path.join(tmp, "phases.jsonl")
         tail = PhaseTail(path)
@@ -100,7 +100,7 @@ def main() -> int:
     print(f"loop time, status line on:  median {m_on:.3f} s  ({ns.steps / m_on:.0f} steps/s)")
     print(f"status line redraws per run (on): median {statistics.median(redraws):.0f}")
     print(f"ratio on/off: {m_on / m_off:.3f}")
-    from haiprof.progress import REFRESH_S
+    from haiprof.runtime.progress import REFRESH_S
     for rate in (10, 1000, 10000):
         c = poll_cost(rate)
         print(f"status refresh at {rate} steps/s: median {c * 1e3:.2f} ms CPU per refresh "

@@ -4,7 +4,7 @@ From Python: `haiprof.load(RUN_DIR)` reads a run into pandas DataFrames; `with h
 region. Both live in haiprof.api and are imported on first use, so `import haiprof` (paid by every `haiprof run`)
 stays cheap and does not import pandas.
 """
-__version__ = "0.1.0"
+from .version import __version__
 
 __all__ = ["load", "profile", "Run", "__version__"]
 

@@ -55,7 +55,7 @@ class Run:
     # -- helpers -----------------------------------------------------------------------------------------
     def _analysis(self):
         if self._data is None:
-            from .analysis import analyze
+            from .analysis.summary import analyze
             self._data = analyze(self._dir)
         return self._data
 
@@ -226,7 +226,7 @@ def profile(out: str | os.PathLike | None = None, name: str = "profile", sample_
     """
     from haiprof.collectors.phases import PhaseRecorder
 
-    from . import session
+    from .runtime import session
 
     opts = session.RunOptions(script=None, module=None, args=[], out=None, quiet=quiet,
                               sample_interval_s=sample_interval_s)
@@ -255,11 +255,12 @@ def profile(out: str | os.PathLike | None = None, name: str = "profile", sample_
 
 
 def _finalize(run_dir, handle, recorder, appender, sidecar, exit_code, error, quiet) -> None:
-    from . import session
+    from .analysis.report import finish
+    from .runtime import session
     recorder.uninstall()
     appender.close()
     session.stop_sidecar(sidecar)
     run_dir.update_meta(end_time=time.time(), end_monotonic_ns=time.monotonic_ns(), exit_code=exit_code,
                         error=error)
-    handle.summary = session.finish(run_dir, quiet=quiet)
+    handle.summary = finish(run_dir, quiet=quiet)
     handle.run = Run(run_dir.path)

@@ -33,6 +33,8 @@ STATUS_FILE = "status.jsonl"
 SUMMARY = "summary.json"
 REPORT = "report.html"
 SAMPLES_DIR = "samples"
+GATHER_FILE = "gather.json"                   # distributed job: which ranks' data reached rank 0
+TRACE_FILE = "trace_analysis.json"            # haiprof analyze; not trace.json, the tracing window's trace
 
 
 class NotARunDir(Exception):

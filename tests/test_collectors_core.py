@@ -92,7 +92,7 @@ def test_system_sampler_counts_children_cpu_and_io(tmp_path):
 
 def test_sidecar_samples_and_stops_on_stdin_close(tmp_path):
     rd = RunDir.create(tmp_path)
-    proc = subprocess.Popen([sys.executable, "-m", "haiprof.sidecar", str(tmp_path), str(os.getpid()), "0.1"],
+    proc = subprocess.Popen([sys.executable, "-m", "haiprof.runtime.sidecar", str(tmp_path), str(os.getpid()), "0.1"],
                             stdin=subprocess.PIPE)
     time.sleep(1.5)
     proc.stdin.close()
@@ -107,7 +107,7 @@ def test_sidecar_samples_and_stops_on_stdin_close(tmp_path):
 def test_sidecar_exits_when_parent_dies(tmp_path):
     RunDir.create(tmp_path)
     code = (f"import subprocess,sys,time,os\n"
-            f"p=subprocess.Popen([sys.executable,'-m','haiprof.sidecar',{str(tmp_path)!r},str(os.getpid()),'0.1'],"
+            f"p=subprocess.Popen([sys.executable,'-m','haiprof.runtime.sidecar',{str(tmp_path)!r},str(os.getpid()),'0.1'],"
             f"stdin=subprocess.PIPE)\nprint(p.pid,flush=True)\ntime.sleep(0.5)\nos._exit(0)\n")
     out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, timeout=30)
     pid = int(out.stdout.split()[0])

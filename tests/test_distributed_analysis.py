@@ -3,8 +3,8 @@ import pytest
 
 from haiprof.analyzers import distributed as D
 from haiprof.analyzers.steps import Step
-from haiprof.distributed import launcher_prefix_len
-from haiprof._worker import parse
+from haiprof.runtime.distributed import launcher_prefix_len
+from haiprof.runtime.worker import parse
 
 MS = 1_000_000
 

@@ -9,7 +9,7 @@ import pytest
 
 import haiprof
 from conftest import SCRIPTS, load_summary, run_haiprof
-from haiprof.export import RANK_PID_BASE, SYSTEM_PID
+from haiprof.commands.export import RANK_PID_BASE, SYSTEM_PID
 
 PHASE_NAMES = {"dataloader", "h2d", "forward", "backward", "optimizer", "allreduce"}
 

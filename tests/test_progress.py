@@ -13,7 +13,7 @@ import time
 import pytest
 
 from conftest import HAIPROF, SCRIPTS, load_summary, run_haiprof
-from haiprof.progress import PhaseTail, status_line
+from haiprof.runtime.progress import PhaseTail, status_line
 
 STATUS = b"steps/s"
 

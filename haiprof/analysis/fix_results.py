@@ -1,6 +1,6 @@
 """summary.json keys for fixed runs: what each fix did, before/after against the baseline, the loss guard.
 
-Wiring only (reads files, calls analyzers): analysis.analyze() calls add_fix_results() for every run; runs
+Wiring only (reads files, calls analyzers): summary.analyze() calls add_fix_results() for every run; runs
 without --fix only get wall_time_s.
 """
 from __future__ import annotations
@@ -10,7 +10,7 @@ import json
 from haiprof.analyzers.compare import compare_summaries, text_lines
 from haiprof.analyzers.loss_guard import compare_losses
 
-from .rundir import RunDir
+from ..rundir import RunDir
 
 FIXES_FILE = "fixes.json"
 LOSSES_FILE = "losses.json"

@@ -1,6 +1,6 @@
 """Wiring for the hardware analyzers: samples of the hardware collectors -> summary keys, findings, timelines.
 
-Called from haiprof/analysis.py. Each block says `available: False` with the collector's recorded reason when its
+Called from analysis/summary.py. Each block says `available: False` with the collector's recorded reason when its
 collector did not run, so the report can show why instead of an empty chart.
 """
 from __future__ import annotations
@@ -11,7 +11,7 @@ from haiprof.analyzers import devices, energy, input_split, links, numa
 from haiprof.analyzers import thresholds as T
 from haiprof.analyzers.steps import steady_steps
 
-from .rundir import iter_records
+from ..rundir import iter_records
 
 HW_COLLECTORS = ("gpu", "infiniband", "nic", "numa", "membw", "rapl", "storage")
 

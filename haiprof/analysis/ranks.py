@@ -14,9 +14,8 @@ from haiprof.analyzers import steps as step_analysis
 from haiprof.analyzers import thresholds as T
 from haiprof.analyzers import verdict
 
-from .analysis import RunData, analyze
-from .rank_gather import GATHER_FILE
-from .rundir import SCHEMA_VERSION, RunDir
+from ..rundir import GATHER_FILE, SCHEMA_VERSION, RunDir
+from .summary import RunData, analyze
 
 RANK_DIR = re.compile(r"^rank-(\d+)$")
 

@@ -10,8 +10,8 @@ from haiprof.analyzers import steps as step_analysis
 from haiprof.analyzers import thresholds as T
 from haiprof.analyzers import utilization, verdict
 
-from . import hw_analysis
-from .rundir import SCHEMA_VERSION, RunDir, iter_records
+from ..rundir import SCHEMA_VERSION, TRACE_FILE, RunDir, iter_records
+from . import hardware as hw_analysis
 
 
 @dataclass
@@ -30,7 +30,6 @@ def _trace_results(run_dir: RunDir) -> dict:
     """Per-rank results `haiprof analyze` stored beside the phases; {} for `haiprof run` dirs."""
     import json
 
-    from .trace_analyze import TRACE_FILE
     try:
         with open(run_dir.file(TRACE_FILE), encoding="utf-8") as f:
             out = json.load(f)
@@ -57,7 +56,7 @@ def analyze(run_dir: RunDir, extra_findings: list | None = None) -> RunData:
     findings += trace.get("findings", [])
     samples = {name: run_dir.read_samples(name) for name in run_dir.sample_collectors()}
     status = run_dir.read_status()
-    # -- hardware collectors: GPU, links, NUMA, disks, energy; input-bound split (haiprof/hw_analysis.py) --
+    # -- hardware collectors: GPU, links, NUMA, disks, energy; input-bound split (analysis/hardware.py) --
     hw = hw_analysis.analyze(records, all_steps, samples, status, meta)
     findings = hw_analysis.refine_io(findings, records, all_steps, samples, hw["summary"]["hardware"], meta)
     findings += hw["findings"]
@@ -91,7 +90,7 @@ def analyze(run_dir: RunDir, extra_findings: list | None = None) -> RunData:
             "message": "the run did not finish under haiprof (killed?): data up to the last flush is shown",
             "evidence": {"last_flush": "≤ 1 s before the end"}, "fixes": []})
     # --- fixes (haiprof run --fix): what each fix did, before/after, loss guard ---
-    from .fixreport import add_fix_results
+    from .fix_results import add_fix_results
     add_fix_results(run_dir, meta, summary)
     # --- end fixes ---
     timelines = {"system": utilization.system_timelines(samples.get("system", [])), "hardware": hw["timelines"]}

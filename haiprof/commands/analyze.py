@@ -12,11 +12,9 @@ import sys
 import time
 from pathlib import Path
 
-from . import __version__
-from .cli import UserError
-from .rundir import PHASES_FILE, RunDir, write_json_atomic
-
-TRACE_FILE = "trace_analysis.json"   # not trace.json: that name is the tracing window's Kineto trace
+from ..errors import UserError
+from ..rundir import PHASES_FILE, TRACE_FILE, RunDir, write_json_atomic
+from ..version import __version__
 
 
 def _parser() -> argparse.ArgumentParser:
@@ -117,8 +115,8 @@ def cmd_analyze(argv: list[str]) -> int:
         ns = parser.parse_args(argv)
     except SystemExit as e:
         return int(e.code or 0)
-    from .analysis import analyze
-    from .render import console, html
+    from ..analysis.summary import analyze
+    from ..render import console, html
 
     path = Path(ns.path)
     t0 = time.perf_counter()

@@ -12,7 +12,7 @@ import sys
 from haiprof.analyzers.compare import compare_summaries, text_lines
 from haiprof.analyzers.loss_guard import compare_losses
 
-from .rundir import RunDir
+from ..rundir import RunDir
 
 
 def load_summary(run_dir: RunDir) -> dict:
@@ -20,7 +20,7 @@ def load_summary(run_dir: RunDir) -> dict:
     try:
         return run_dir.read_summary()
     except (OSError, ValueError):
-        from .analysis import analyze
+        from ..analysis.summary import analyze
         return analyze(run_dir).summary
 
 
@@ -34,7 +34,7 @@ def cmd_compare(argv: list[str]) -> int:
         ns = p.parse_args(argv)
     except SystemExit as e:
         return int(e.code or 0)
-    from .fixreport import read_losses
+    from ..analysis.fix_results import read_losses
     a, b = RunDir.open(ns.run_a), RunDir.open(ns.run_b)
     a.read_meta()
     b.read_meta()

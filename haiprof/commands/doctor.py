@@ -51,7 +51,7 @@ def _nvml_gpus() -> list:
 
 def report() -> dict:
     from haiprof.collectors.system import SystemSampler
-    from .hwcollectors import hardware_classes
+    from ..runtime.hwcollectors import hardware_classes
     rows = []
     for cls in [SystemSampler, *hardware_classes()]:
         try:

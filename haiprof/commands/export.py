@@ -18,7 +18,7 @@ import os
 import re
 from pathlib import Path
 
-from .rundir import PHASES, RunDir, iter_records
+from ..rundir import PHASES, RunDir, iter_records
 
 # Pids above Linux's pid_max (2**22), so ours never collide with the real pids and device ids Kineto uses.
 RANK_PID_BASE = 10_000_000
@@ -217,7 +217,7 @@ def write_trace(trace: dict, out: Path) -> Path:
 
 
 def cmd_export(argv: list[str]) -> int:
-    from .cli import UserError
+    from ..errors import UserError
 
     p = argparse.ArgumentParser(prog="haiprof export", description="Export a run for other tools. "
                                 "chrome: a Chrome trace JSON (open it in ui.perfetto.dev or chrome://tracing).")

@@ -1,7 +1,7 @@
 """Report panel for fixed runs: what each fix did, before/after against the baseline run, the loss guard."""
 from __future__ import annotations
 
-from .html import esc
+from .escape import esc
 
 
 def _ms(x) -> str:

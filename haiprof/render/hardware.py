@@ -4,13 +4,8 @@ Each panel shows its chart, or the collector's recorded reason when it did not r
 """
 from __future__ import annotations
 
-import html
-
 from . import charts
-
-
-def esc(x) -> str:
-    return html.escape("" if x is None else str(x), quote=True)
+from .escape import esc
 
 
 def _why(hw: dict, *names: str) -> str:

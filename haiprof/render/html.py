@@ -5,21 +5,17 @@ adds its panel by adding a function there. Every string that came from the run g
 """
 from __future__ import annotations
 
-import html
 import importlib.util
 import json
 import shlex
 from pathlib import Path
 
 from . import charts, hardware
+from .escape import esc
 from .ops import section_ops   # op-level trace panel (tracing window)
 from .ranks import section_ranks  # distributed runs (issue 5)
 
 PHASES = ("dataloader", "h2d", "forward", "backward", "optimizer", "allreduce", "other")
-
-
-def esc(x) -> str:
-    return html.escape("" if x is None else str(x), quote=True)
 
 
 def _plotly_js() -> str:
@@ -134,7 +130,7 @@ SECTIONS = [section_verdict, section_findings, section_trace, section_ranks, sec
             section_utilization, hardware.section_hardware, section_collectors, section_meta]
 
 # --- fixes panel (haiprof run --fix): right after the verdict ---
-from .fixes_panel import section_fixes  # noqa: E402  (imports esc from this module)
+from .fixes_panel import section_fixes  # noqa: E402
 SECTIONS.insert(1, section_fixes)
 # --- end fixes panel ---
 

@@ -2,9 +2,8 @@
 the top ops and, on GPU traces, kernels and GPU idle time. Every name from the trace is escaped."""
 from __future__ import annotations
 
-import html
-
 from . import charts
+from .escape import esc as _esc
 
 SHARE_PARTS = (  # (summary key, label, colour); they add up to the traced step
     ("heavy_share", "compute-heavy ops (matmul/conv/attention)", "#4c78a8"),
@@ -12,10 +11,6 @@ SHARE_PARTS = (  # (summary key, label, colour); they add up to the traced step
     ("dataloader_share", "waiting for input (DataLoader)", "#e45756"),
     ("framework_share", "framework overhead (tiny ops + Python between ops)", "#f58518"),
 )
-
-
-def _esc(x) -> str:
-    return html.escape("" if x is None else str(x), quote=True)
 
 
 def _layout(title: str, xtitle: str, ytitle: str, **extra) -> dict:

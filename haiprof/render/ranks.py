@@ -1,13 +1,9 @@
 """The "Ranks" panel of a distributed run: hosts and ranks, per-rank phases, step-time spread, communication."""
 from __future__ import annotations
 
-import html
+from .escape import esc as _esc
 
 PHASES = ("dataloader", "h2d", "forward", "backward", "optimizer", "allreduce", "other")
-
-
-def _esc(x) -> str:
-    return html.escape("" if x is None else str(x), quote=True)
 
 
 def _ms(s) -> str:

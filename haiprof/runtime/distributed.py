@@ -6,9 +6,9 @@ Two forms, neither needs a code change:
     haiprof run [--out DIR] -- torchrun [TORCHRUN OPTIONS] SCRIPT [ARGS…]     (or python -m torch.distributed.run)
 
 Both become one torchrun argument list, parsed by torchrun's own parser (so every torchrun option means what it
-means there). The training target is replaced by the per-rank entry point `-m haiprof._worker … -- SCRIPT ARGS`
+means there). The training target is replaced by the per-rank entry point `-m haiprof.runtime.worker … -- SCRIPT ARGS`
 and the job is started with torch.distributed.run's elastic launch in this process, which also tells us each
-failed rank's exit code. Afterwards the ranks' directories are merged into one report (dist_report).
+failed rank's exit code. Afterwards the ranks' directories are merged into one report (analysis/ranks.py).
 """
 from __future__ import annotations
 
@@ -18,7 +18,8 @@ import sys
 import time
 from pathlib import Path
 
-from . import __version__, launcher
+from ..version import __version__
+from . import launcher
 
 # haiprof's launch options: (flag, torchrun flag, help)
 LAUNCH_OPTIONS = (
@@ -72,7 +73,7 @@ def torchrun_argv(ns, target: list[str]) -> list[str]:
 
 
 def _user_error(msg: str):
-    from .cli import UserError
+    from ..errors import UserError
     return UserError(msg)
 
 
@@ -99,7 +100,7 @@ def rewrite(argv: list[str], run_dir: Path, steps, sample_interval: float, trace
                               "(e.g. --fix compress,bucket)")
         ours += ["--fix", fix]
     args.module, args.run_path = True, False
-    args.training_script = "haiprof._worker"
+    args.training_script = "haiprof.runtime.worker"
     args.training_script_args = [*ours, "--", *user]
     return args, user
 
@@ -113,6 +114,7 @@ def job_meta(ns, haiprof_argv, launch_argv, user, target_name) -> dict:
 
 def run_job(ns, target: list[str], haiprof_argv: list[str]) -> int:
     """Start the job, wait for it, write the merged report; returns torchrun's exit code (1 if a rank failed)."""
+    from ..analysis.report import finish
     from . import session
 
     launch_argv = torchrun_argv(ns, target)
@@ -127,7 +129,7 @@ def run_job(ns, target: list[str], haiprof_argv: list[str]) -> int:
     failures, code, how = _launch(args)
     run_dir.update_meta(end_time=time.time(), exit_code=code, how=how, failures=failures,
                         nproc_per_node=args.nproc_per_node, nnodes=args.nnodes)
-    session.finish(run_dir, quiet=ns.quiet)
+    finish(run_dir, quiet=ns.quiet)
     return code
 
 

@@ -17,8 +17,8 @@ import time
 from dataclasses import asdict, dataclass, field
 from pathlib import Path
 
-from .cli import UserError
-from .rundir import RunDir, write_json_atomic
+from ..errors import UserError
+from ..rundir import RunDir, write_json_atomic
 
 FIXES_FILE = "fixes.json"
 LOSSES_FILE = "losses.json"

@@ -146,7 +146,7 @@ def _user_traceback(tb: TracebackType | None, user_file: str | None) -> Tracebac
     return first
 
 
-_HAIPROF_DIR = os.path.dirname(os.path.abspath(__file__))
+_HAIPROF_DIR = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))   # the haiprof package, not runtime/
 
 
 def run(script: str | None, args: list[str], module: str | None = None,

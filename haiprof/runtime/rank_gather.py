@@ -24,7 +24,8 @@ import uuid
 from datetime import timedelta
 from pathlib import Path
 
-GATHER_FILE = "gather.json"
+from ..rundir import GATHER_FILE
+
 MAX_BUNDLE_BYTES = 256 * 2**20        # a TCPStore value is held in memory on the agent: stay well below
 DEFAULT_TIMEOUT_S = 60.0              # rank 0 waits this long after its own end for the others
 TERMINATING_TIMEOUT_S = 3.0           # ...but only this long when the job is being torn down (SIGTERM)

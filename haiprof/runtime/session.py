@@ -18,8 +18,10 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Callable
 
-from . import __version__, launcher
-from .rundir import RunDir
+from ..analysis.report import finish
+from ..rundir import RunDir
+from ..version import __version__
+from . import launcher
 
 SAMPLE_INTERVAL_S = 0.5
 
@@ -90,7 +92,7 @@ def collect_meta(opts: RunOptions, target_name: str) -> dict:
 def start_sidecar(run_dir: RunDir, interval_s: float):
     try:
         return subprocess.Popen(
-            [sys.executable, "-m", "haiprof.sidecar", str(run_dir.path), str(os.getpid()), str(interval_s)],
+            [sys.executable, "-m", "haiprof.runtime.sidecar", str(run_dir.path), str(os.getpid()), str(interval_s)],
             stdin=subprocess.PIPE, stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL,
             start_new_session=False, close_fds=True)
     except OSError as e:
@@ -140,7 +142,7 @@ def run(opts: RunOptions) -> int:
     run_dir.write_meta(meta)
     setup_s = time.perf_counter() - t_setup - t_torch
 
-    # Live status line on stderr, only on a terminal (haiprof/progress.py). Here, not in profile_target: the
+    # Live status line on stderr, only on a terminal (runtime/progress.py). Here, not in profile_target: the
     # ranks of a distributed job share one terminal and must not each draw a line.
     from .progress import LiveStatus
     live = LiveStatus.start_if_tty(run_dir.file("phases.jsonl"), quiet=opts.quiet)
@@ -177,7 +179,7 @@ def _install(run_dir: RunDir, name: str, collector) -> bool:
 def profile_target(run_dir: RunDir, opts: RunOptions, on_exit: Callable, fix_plan=None) -> int:
     """Run opts' target under every in-process collector and the side sampler, then `on_exit(run_dir, outcome)`.
 
-    Shared by `haiprof run` and each rank of a distributed job (haiprof/_worker.py). Whatever happens to the
+    Shared by `haiprof run` and each rank of a distributed job (runtime/worker.py). Whatever happens to the
     script, the collectors are removed, the data flushed and the outcome recorded in meta.json before on_exit.
     """
     from haiprof.collectors.ddp_comm import DDPCommObserver
@@ -285,24 +287,3 @@ def _say(line: str) -> None:
     except (OSError, ValueError):   # the terminal is gone (SIGHUP) or stderr closed
         pass
 
-
-def finish(run_dir: RunDir, quiet: bool = False) -> dict | None:
-    """Analyse and render; a failure here is one line on stderr, never the user's exit code."""
-    from . import dist_report
-    from .analysis import analyze
-    from .fixreport import console_lines
-    from .render import console, html
-
-    # A distributed job's directory holds one sub-directory per rank and gets the merged report.
-    analyze_dir = dist_report.analyze_job if dist_report.is_distributed(run_dir) else analyze
-    try:
-        data = analyze_dir(run_dir)
-        run_dir.write_summary(data.summary)
-        report = html.write(data, run_dir.file("report.html"))
-    except Exception as e:
-        _say(f"haiprof: could not write the report in {run_dir.path}: {type(e).__name__}: {e}")
-        return None
-    if not quiet:
-        for line in console.verdict_lines(data.summary, report) + console_lines(data.summary):
-            _say(line)
-    return data.summary

@@ -1,6 +1,6 @@
 """The sampler side process: runs the system collectors off the training process (no GIL contention).
 
-Started by the session as `python -m haiprof.sidecar RUN_DIR PID INTERVAL`. It samples every collector on a
+Started by the session as `python -m haiprof.runtime.sidecar RUN_DIR PID INTERVAL`. It samples every collector on a
 jittered interval (so sampling does not alias with a periodic training step), appends each sample to
 samples/<name>.jsonl with a flush, and exits when its stdin closes or the training process is gone.
 A collector that raises is recorded in status.jsonl with the reason and dropped; the others go on.
@@ -15,14 +15,14 @@ import signal
 import sys
 import time
 
-from .rundir import RunDir
+from ..rundir import RunDir
 
 
 def _collectors(root_pid: int):
     """(name, factory) for every collector the side process hosts; the availability check comes first."""
     from haiprof.collectors.system import SystemSampler
     out = [(SystemSampler.name, SystemSampler.available, lambda: SystemSampler(root_pid))]
-    # -- hardware collectors (GPU, InfiniBand/NIC, NUMA, memory bandwidth, RAPL, disks): haiprof/hwcollectors.py
+    # -- hardware collectors (GPU, InfiniBand/NIC, NUMA, memory bandwidth, RAPL, disks): runtime/hwcollectors.py
     from .hwcollectors import hardware_collectors
     return out + hardware_collectors(root_pid)
 

@@ -1,6 +1,6 @@
 """Per-rank entry point: what torchrun starts instead of the user's script, one per rank.
 
-    python -m haiprof._worker --run-dir DIR [--steps N] [--sample-interval S] -- (SCRIPT | -m MODULE) [ARGS...]
+    python -m haiprof.runtime.worker --run-dir DIR [--steps N] [--sample-interval S] -- (SCRIPT | -m MODULE) [ARGS...]
 
 It runs the target exactly as `haiprof run` runs a single process (same sys.argv, __main__, exit code) under the
 phase collector, the DDP gradient-sync observer and the side sampler, into DIR/rank-<RANK>/ (meta.json carries
@@ -16,7 +16,7 @@ from pathlib import Path
 
 from . import session
 from .rank_gather import RankGather, rank_dir_name
-from .rundir import RunDir
+from ..rundir import RunDir
 
 RANK_ENV = ("RANK", "LOCAL_RANK", "WORLD_SIZE", "LOCAL_WORLD_SIZE", "GROUP_RANK", "GROUP_WORLD_SIZE",
             "MASTER_ADDR", "MASTER_PORT", "TORCHELASTIC_RUN_ID", "TORCHELASTIC_RESTART_COUNT")
@@ -43,7 +43,7 @@ def parse(argv: list[str]) -> tuple[dict, list[str]]:
         i += 1
     target = argv[i:]
     if opts["run_dir"] is None or not target:
-        raise SystemExit("haiprof worker: usage: python -m haiprof._worker --run-dir DIR -- SCRIPT [ARGS...]")
+        raise SystemExit("haiprof worker: usage: python -m haiprof.runtime.worker --run-dir DIR -- SCRIPT [ARGS...]")
     if target[0] == "-m":
         target = ["-m", target[1], *passthrough, *target[2:]]
     else:
@@ -102,7 +102,7 @@ def main(argv: list[str]) -> int:
 
 def _finish_rank(run_dir: RunDir, gather: RankGather, rank: int, world: int, terminating: bool) -> None:
     """Per-rank summary.json (no HTML: the merged report is the one to read), then the gather."""
-    from .analysis import analyze
+    from ..analysis.summary import analyze
     try:
         run_dir.write_summary(analyze(run_dir).summary)
     except Exception as e:

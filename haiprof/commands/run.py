@@ -1,0 +1,94 @@
+"""`haiprof run [options] (SCRIPT | -m MODULE) [ARGS...]`: parse our options, leave the script's to it, start it.
+
+One process goes to runtime/session.py; torch.distributed jobs (--nproc-per-node, or a torchrun line after `--`)
+go to runtime/distributed.py.
+"""
+from __future__ import annotations
+
+import argparse
+
+from ..errors import UserError
+
+
+def _takes_value(parser: argparse.ArgumentParser) -> dict:
+    out = {}
+    for action in parser._actions:
+        for opt in action.option_strings:
+            out[opt] = action.nargs != 0
+    return out
+
+
+def split_target(parser: argparse.ArgumentParser, argv: list[str]) -> tuple[list[str], list[str]]:
+    """Split `[options] SCRIPT ARGS…` at the script: nothing after it is ours (python's own rule)."""
+    takes = _takes_value(parser)
+    i = 0
+    while i < len(argv):
+        tok = argv[i]
+        if tok == "--":
+            return argv[:i], argv[i + 1:]
+        if tok in ("-m",):
+            return argv[:i], argv[i:]
+        if not tok.startswith("-") or tok == "-":
+            return argv[:i], argv[i:]
+        name = tok.split("=", 1)[0]
+        if name not in takes:
+            raise UserError(f"unknown option {tok!r} for 'haiprof run' (see haiprof run --help)")
+        i += 2 if takes[name] and "=" not in tok else 1
+    return argv, []
+
+
+def _run_parser() -> argparse.ArgumentParser:
+    p = argparse.ArgumentParser(
+        prog="haiprof run", usage="haiprof run [options] (SCRIPT | -m MODULE) [ARGS ...]",
+        description="Run a PyTorch training script as python would, profile it, write a report.")
+    p.add_argument("--out", metavar="DIR", help="run directory (default haiprof-runs/<name>-<timestamp>/)")
+    p.add_argument("--steps", type=int, metavar="N", help="stop the script cleanly after N optimizer steps")
+    p.add_argument("--quiet", action="store_true", help="print nothing but the script's own output")
+    p.add_argument("--sample-interval", type=float, default=0.5, metavar="S",
+                   help="system sampling interval in seconds, jittered ±20%% (default 0.5)")
+    from ..runtime import distributed  # --nproc-per-node & co. (issue 5)
+    distributed.add_options(p)
+    p.add_argument("--trace-steps", type=int, default=3, metavar="N",
+                   help="trace N steps op by op with torch.profiler after warm-up, saved as trace.json.gz and "
+                        "left out of the step statistics (default 3; 0 disables)")
+    p.add_argument("--fix", metavar="ID[,ID...]|auto",
+                   help="apply fixes inside the run: prefetch, fused-optim, amp, compile, cuda-graphs, compress, "
+                        "bucket; 'auto' applies what the diagnosis recommends")
+    return p
+
+
+def cmd_run(argv: list[str]) -> int:
+    parser = _run_parser()
+    if argv and argv[0] in ("-h", "--help"):
+        parser.print_help()
+        return 0
+    ours, target = split_target(parser, argv)
+    try:
+        ns = parser.parse_args(ours)
+    except SystemExit as e:  # argparse already printed its one-line message
+        return int(e.code or 0)
+    from ..runtime import distributed  # torch.distributed jobs: every rank under the profiler (issue 5)
+    if distributed.requested(ns, target):
+        if ns.steps is not None and ns.steps < 1:
+            raise UserError("--steps must be at least 1")
+        return distributed.run_job(ns, target, list(argv))
+    module = script = None
+    if target and target[0] == "-m":
+        if len(target) < 2:
+            raise UserError("-m needs a module name")
+        module, args = target[1], target[2:]
+    elif target:
+        script, args = target[0], target[1:]
+    else:
+        raise UserError("no script given: haiprof run [options] SCRIPT [ARGS ...]")
+    if ns.steps is not None and ns.steps < 1:
+        raise UserError("--steps must be at least 1")
+    if ns.sample_interval <= 0:
+        raise UserError("--sample-interval must be positive")
+    if ns.trace_steps < 0:
+        raise UserError("--trace-steps must be 0 (off) or more")
+    from ..runtime.session import RunOptions, run
+    opts = RunOptions(script=script, module=module, args=args, out=ns.out, steps=ns.steps, quiet=ns.quiet,
+                      sample_interval_s=ns.sample_interval, haiprof_argv=list(argv),
+                      trace_steps=ns.trace_steps, fix=ns.fix)
+    return run(opts)
