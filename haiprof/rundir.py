@@ -6,7 +6,7 @@ SIGKILL of the training process up to the last flush:
     meta.json              what ran, where and when (rewritten atomically at start and at exit)
     phases.jsonl           phase intervals from the training process, one JSON list per line:
                            [phase, start_ns, end_ns] with CLOCK_MONOTONIC nanoseconds; a step boundary is
-                           ["@step", t_ns, t_ns]
+                           ["@step", t_ns, t_ns]; a DataLoader iterator's first batch ["@loader", t, t, num_workers]
     samples/<name>.jsonl   one JSON object per sample and collector, each with "t_ns" (CLOCK_MONOTONIC)
     status.jsonl           one line per collector: {"collector", "available", "reason"}
     summary.json           derived by the analyzers (schema below); report.html is derived too
