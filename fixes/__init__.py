@@ -1,7 +1,8 @@
 """Fixes: the only code that changes how training runs, each behind `haiprof run --fix ID`.
 
 One module per fix, each with ID, VARIANTS (what ID=VARIANT may name; checked before the run), NOT_TRIGGERED (the
-reason reported when the script never reached what the fix hooks) and install(ctx), which checks its preconditions and patches torch entry points inside the launched process.
+reason reported when the script never reached what the fix hooks) and install(ctx), which checks its preconditions
+and patches torch entry points inside the launched process.
 Nothing here edits user files, and nothing here imports collectors, analyzers or renderers.
 
     fixes = install_fixes(parse_spec("prefetch,amp"), diagnosis=summary_or_None)
