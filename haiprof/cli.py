@@ -5,6 +5,8 @@ Errors in what the user gave us are one line on stderr and a non-zero exit code,
 from __future__ import annotations
 
 import argparse
+import math
+import os
 import sys
 
 from . import __version__
@@ -12,6 +14,7 @@ from .doctor import cmd_doctor
 from .compare import cmd_compare   # haiprof compare (its own module)
 
 USAGE_ERROR = 2
+SIGPIPE_EXIT = 141   # 128 + SIGPIPE: what a shell reports for a writer whose reader went away
 
 
 class UserError(Exception):
@@ -70,6 +73,18 @@ def _run_parser() -> argparse.ArgumentParser:
     return p
 
 
+def _check_run_values(ns: argparse.Namespace) -> None:
+    # nan passes `<= 0` and inf would make the sampler sleep forever: only finite positive intervals.
+    if not math.isfinite(ns.sample_interval) or ns.sample_interval <= 0:
+        raise UserError(f"--sample-interval must be a positive number of seconds, not {ns.sample_interval}")
+    if ns.fix is not None and ns.fix.strip().lower() != "auto":
+        from haiprof.fixes import FixSpecError, parse_spec
+        try:
+            parse_spec(ns.fix)
+        except FixSpecError as e:
+            raise UserError(str(e)) from None
+
+
 def cmd_run(argv: list[str]) -> int:
     parser = _run_parser()
     if argv and argv[0] in ("-h", "--help"):
@@ -80,6 +95,7 @@ def cmd_run(argv: list[str]) -> int:
         ns = parser.parse_args(ours)
     except SystemExit as e:  # argparse already printed its one-line message
         return int(e.code or 0)
+    _check_run_values(ns)   # before anything runs: a bad value must not cost a whole job first
     from . import distributed  # torch.distributed jobs: every rank under the profiler (issue 5)
     if distributed.requested(ns, target):
         if ns.steps is not None and ns.steps < 1:
@@ -96,8 +112,6 @@ def cmd_run(argv: list[str]) -> int:
         raise UserError("no script given: haiprof run [options] SCRIPT [ARGS ...]")
     if ns.steps is not None and ns.steps < 1:
         raise UserError("--steps must be at least 1")
-    if ns.sample_interval <= 0:
-        raise UserError("--sample-interval must be positive")
     if ns.trace_steps < 0:
         raise UserError("--trace-steps must be 0 (off) or more")
     from .session import RunOptions, run
@@ -150,6 +164,25 @@ def _usage() -> str:
 
 
 def main(argv: list[str] | None = None) -> int:
+    """Entry point of `haiprof` and `python -m haiprof`. A reader that went away (`haiprof ... | head -1`) ends
+    the command quietly: no traceback, no 'Exception ignored' at the interpreter's final flush."""
+    code = None
+    try:
+        code = _main(argv)
+        sys.stdout.flush()   # inside the try: a broken pipe surfaces here, not at interpreter exit
+        return code
+    except BrokenPipeError:
+        # Python docs' recipe: point stdout at devnull so the final flush has nowhere to fail.
+        try:
+            devnull = os.open(os.devnull, os.O_WRONLY)
+            os.dup2(devnull, sys.stdout.fileno())
+            os.close(devnull)
+        except (OSError, ValueError):
+            pass
+        return code if code else SIGPIPE_EXIT   # a script's own non-zero exit code wins
+
+
+def _main(argv: list[str] | None = None) -> int:
     from .launcher import LaunchError
     from .rundir import NotARunDir, OutDirError
 
