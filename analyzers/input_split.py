@@ -38,6 +38,16 @@ def loader_thread_busy(records, start_ns: int | None = None) -> dict:
             "cpu_share": min(1.0, cpu / usable) if usable > 0 else None}
 
 
+def declared_workers(records) -> int | None:
+    """num_workers as the DataLoader iterators reported it ("@loader" marks, the largest seen); None for runs
+    recorded before the mark existed."""
+    found = None
+    for r in records:
+        if isinstance(r, list) and len(r) >= 4 and r[0] == "@loader" and type(r[3]) is int and r[3] >= 0:
+            found = r[3] if found is None else max(found, r[3])
+    return found
+
+
 def _mean(xs):
     xs = [x for x in xs if x is not None]
     return statistics.fmean(xs) if xs else None
@@ -66,8 +76,15 @@ def classify(io_finding: dict, records, system_samples: list[dict], disk_summary
     """The io finding with the split added to message, evidence and a `recommendation`; fix id stays prefetch."""
     thread = loader_thread_busy(records, start_ns)
     workers = worker_cpu(system_samples, cores)
-    if workers.get("workers"):
-        mode, share = f"{workers['workers']} DataLoader worker(s)", workers.get("cpu_share")
+    declared = declared_workers(records)
+    if declared is not None:
+        # The DataLoader's own word beats counting children: short-lived workers can fall between samples.
+        workers["declared"] = declared
+        if declared and not workers.get("workers"):
+            workers.update(cpu_share=None, note="the workers lived too briefly for the system sampler to see them")
+    n_workers = declared if declared is not None else workers.get("workers")
+    if n_workers:
+        mode, share = f"{n_workers} DataLoader worker(s)", workers.get("cpu_share")
     else:
         mode, share = "num_workers=0 (loading on the training thread)", thread.get("cpu_share")
     read_rate = _mean([v.get("read_bytes_per_s_mean") for v in disk_summary.values()]) if disk_summary else None

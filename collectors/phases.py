@@ -18,6 +18,10 @@ from .undo import undo_all
 
 STEP_MARK = "@step"
 BACKWARD_MARK = "@backward"
+# ["@loader", t, t, num_workers]: once per DataLoader iterator, the truth the system sampler can miss (workers
+# that live for less than a sample). Analyzers that do not know it skip it like any other "@" mark.
+LOADER_MARK = "@loader"
+_NOTED = "_haiprof_noted"
 
 _DIST_COLLECTIVES = (
     "all_reduce", "all_gather", "all_gather_into_tensor", "reduce_scatter", "reduce_scatter_tensor",
@@ -133,9 +137,18 @@ class PhaseRecorder:
 
         busy_clock = self._busy_clock
 
+        def note_loader(it, t: int) -> None:
+            try:
+                setattr(it, _NOTED, True)
+                append((LOADER_MARK, t, t, int(getattr(it, "_num_workers", 0) or 0)))
+            except Exception:
+                pass  # an iterator we cannot tag is only a missing hint, never a failed batch
+
         @functools.wraps(fn)
         def wrapper(*args, **kwargs):
             start = clock()
+            if host_only and args and not getattr(args[0], _NOTED, False):
+                note_loader(args[0], start)   # first batch of this iterator only
             # dataloader waits also record the thread's on-CPU and runqueue-wait ns (collectors/loader_cpu.py):
             # with num_workers=0 that separates decoding (busy) from waiting on storage (idle); fields 4 and 5,
             # which older readers ignore.

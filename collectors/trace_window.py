@@ -104,9 +104,10 @@ class TraceWindow:
         if torch.cuda.is_available() and torch.cuda.is_initialized():
             activities.append(ProfilerActivity.CUDA)
         begin = self._clock()
-        prof = profile(activities=activities, on_trace_ready=self._export,
-                       schedule=schedule(wait=0, warmup=1, active=self.active_steps, repeat=1))
+        # The constructor too: on GPU builds it queries the supported activities, which can make Kineto talk.
         with _stderr_to(self.out_dir / LOG_NAME):
+            prof = profile(activities=activities, on_trace_ready=self._export,
+                           schedule=schedule(wait=0, warmup=1, active=self.active_steps, repeat=1))
             prof.start()
         self._prof, self._start_step = prof, completed
         self._append((TRACE_BEGIN, begin, begin))

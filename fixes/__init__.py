@@ -1,7 +1,8 @@
 """Fixes: the only code that changes how training runs, each behind `haiprof run --fix ID`.
 
-One module per fix, each with ID, NOT_TRIGGERED (the reason reported when the script never reached what the fix
-hooks) and install(ctx), which checks its preconditions and patches torch entry points inside the launched process.
+One module per fix, each with ID, VARIANTS (what ID=VARIANT may name; checked before the run), NOT_TRIGGERED (the
+reason reported when the script never reached what the fix hooks) and install(ctx), which checks its preconditions
+and patches torch entry points inside the launched process.
 Nothing here edits user files, and nothing here imports collectors, analyzers or renderers.
 
     fixes = install_fixes(parse_spec("prefetch,amp"), diagnosis=summary_or_None)
@@ -43,10 +44,21 @@ def parse_spec(spec: str) -> dict:
         fix_id = fix_id.strip().lower()
         if fix_id not in FIX_MODULES:
             raise FixSpecError(f"unknown fix {fix_id!r} (known: {', '.join(FIX_IDS)}, or auto)")
-        wanted[fix_id] = variant.strip() or None
+        variant = variant.strip() or None
+        if variant is not None:
+            _check_variant(fix_id, variant)
+        wanted[fix_id] = variant
     if not wanted:
         raise FixSpecError("--fix needs at least one fix id")
     return {k: wanted[k] for k in FIX_IDS if k in wanted}
+
+
+def _check_variant(fix_id: str, variant: str) -> None:
+    # Each fix module declares VARIANTS (none imports torch at import time, so this is cheap).
+    known = getattr(importlib.import_module(f"{__name__}.{FIX_MODULES[fix_id]}"), "VARIANTS", ())
+    if variant not in known:
+        raise FixSpecError(f"fix {fix_id!r} has no variant {variant!r}" + (
+            f" (known: {', '.join(known)})" if known else " (it takes none)"))
 
 
 def format_spec(requested: dict) -> str:

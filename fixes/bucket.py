@@ -10,6 +10,7 @@ from .base import FixContext
 from . import _ddp
 
 ID = "bucket"
+VARIANTS: tuple = ()   # takes no ID=VARIANT (checked by parse_spec before the run)
 NOT_TRIGGERED = "the script constructed no DistributedDataParallel model"
 TARGET_BUCKETS = 4
 MIN_BUCKET_MB = 1.0

@@ -14,6 +14,7 @@ from .base import FixContext, cuda_available
 from ._root import RootForwardHooks
 
 ID = "compile"
+VARIANTS: tuple = ()   # takes no ID=VARIANT (checked by parse_spec before the run)
 NOT_TRIGGERED = "no module with trainable parameters was called"
 
 

@@ -11,6 +11,7 @@ from ._root import RootForwardHooks
 from .compile import compile_model
 
 ID = "cuda-graphs"
+VARIANTS: tuple = ()   # takes no ID=VARIANT (checked by parse_spec before the run)
 NOT_TRIGGERED = "no module with trainable parameters was called"
 
 

@@ -15,6 +15,7 @@ import inspect
 from .base import FixContext
 
 ID = "fused-optim"
+VARIANTS: tuple = ()   # takes no ID=VARIANT (checked by parse_spec before the run)
 NOT_TRIGGERED = "the script constructed no SGD, Adam or AdamW optimizer"
 OPTIMIZERS = ("SGD", "Adam", "AdamW")
 

@@ -19,6 +19,7 @@ import time
 from .base import FixContext, cuda_available
 
 ID = "prefetch"
+VARIANTS: tuple = ()   # takes no ID=VARIANT (checked by parse_spec before the run)
 NOT_TRIGGERED = "the script created no DataLoader"
 
 CPU_BOUND_FRACTION = 0.5      # process CPU time / wall time of a sample fetch at or above this: CPU-bound loading

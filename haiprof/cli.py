@@ -5,10 +5,13 @@ Errors in what the user gave us are one line on stderr and a non-zero exit code,
 from __future__ import annotations
 
 import importlib
+import os
 import sys
 
 from .errors import USAGE_ERROR, UserError
 from .version import __version__
+
+SIGPIPE_EXIT = 141   # 128 + SIGPIPE: what a shell reports for a writer whose reader went away
 
 # name -> help; the command is `cmd_<name>` in commands/<name>.py, imported on use so that `haiprof run` does
 # not pay for the other commands' imports.
@@ -39,6 +42,25 @@ def _usage() -> str:
 
 
 def main(argv: list[str] | None = None) -> int:
+    """Entry point of `haiprof` and `python -m haiprof`. A reader that went away (`haiprof ... | head -1`) ends
+    the command quietly: no traceback, no 'Exception ignored' at the interpreter's final flush."""
+    code = None
+    try:
+        code = _main(argv)
+        sys.stdout.flush()   # inside the try: a broken pipe surfaces here, not at interpreter exit
+        return code
+    except BrokenPipeError:
+        # Python docs' recipe: point stdout at devnull so the final flush has nowhere to fail.
+        try:
+            devnull = os.open(os.devnull, os.O_WRONLY)
+            os.dup2(devnull, sys.stdout.fileno())
+            os.close(devnull)
+        except (OSError, ValueError):
+            pass
+        return code if code else SIGPIPE_EXIT   # a script's own non-zero exit code wins
+
+
+def _main(argv: list[str] | None = None) -> int:
     from .runtime.launcher import LaunchError
     from .rundir import NotARunDir, OutDirError
 

@@ -6,7 +6,7 @@ SIGKILL of the training process up to the last flush:
     meta.json              what ran, where and when (rewritten atomically at start and at exit)
     phases.jsonl           phase intervals from the training process, one JSON list per line:
                            [phase, start_ns, end_ns] with CLOCK_MONOTONIC nanoseconds; a step boundary is
-                           ["@step", t_ns, t_ns]
+                           ["@step", t_ns, t_ns]; a DataLoader iterator's first batch ["@loader", t, t, num_workers]
     samples/<name>.jsonl   one JSON object per sample and collector, each with "t_ns" (CLOCK_MONOTONIC)
     status.jsonl           one line per collector: {"collector", "available", "reason"}
     summary.json           derived by the analyzers (schema below); report.html is derived too
@@ -14,7 +14,9 @@ SIGKILL of the training process up to the last flush:
 from __future__ import annotations
 
 import json
+import math
 import os
+import sys
 import threading
 import time
 from collections import deque
@@ -52,6 +54,66 @@ def write_json_atomic(path: Path, obj: Any) -> None:
         json.dump(obj, f, indent=1, sort_keys=True, default=str)
         f.write("\n")
     os.replace(tmp, path)
+
+
+# meta.json fields the analyses read, with the types the writer gives them; a field of another type (a hand-edited
+# or foreign file) is dropped with a warning rather than crash an analyzer.
+_NUM = (int, float)
+META_TYPES = {
+    "exit_code": (int, type(None)), "pid": int, "cpu_count": (int, type(None)), "cpu_affinity": (int, type(None)),
+    "start_time": _NUM, "end_time": (*_NUM, type(None)), "start_monotonic_ns": int, "end_monotonic_ns": int,
+    "command": (str, type(None)), "script": (str, type(None)), "module": (str, type(None)), "cwd": str,
+    "target_name": str, "host": str, "how": (str, type(None)), "error": (str, type(None)), "rank": int,
+    "steps_limit": (int, type(None)), "argv": list, "target_argv": list, "haiprof_argv": list, "gpus": list,
+    "python": str, "torch": str, "cpu_model": str, "haiprof_version": str, "overhead_s": dict,
+}
+
+
+def _bad_value(v: Any, types) -> bool:
+    if isinstance(v, bool):   # JSON true is not a count
+        return bool not in (types if isinstance(types, tuple) else (types,))
+    if isinstance(v, float) and not math.isfinite(v):   # 1e400 parses as inf
+        return True
+    return not isinstance(v, types)
+
+
+def clean_meta(meta: Any) -> tuple[dict, list]:
+    """(meta usable by the analyses, names of what was wrong): not an object -> {}; wrong-typed fields dropped."""
+    if not isinstance(meta, dict):
+        return {}, ["not a JSON object"]
+    bad = [k for k, types in META_TYPES.items() if k in meta and _bad_value(meta[k], types)]
+    return {k: v for k, v in meta.items() if k not in bad}, bad
+
+
+def phase_record_ok(r: Any) -> bool:
+    """[name, start_ns, end_ns, ...] with integer times (what the collectors write; extra fields are theirs)."""
+    return (isinstance(r, list) and len(r) >= 3 and isinstance(r[0], str)
+            and type(r[1]) is int and type(r[2]) is int)
+
+
+def _kind(v: Any) -> str | None:
+    if v is None:
+        return None
+    if isinstance(v, bool):
+        return "bool"
+    if isinstance(v, (int, float)):
+        return "num" if math.isfinite(v) else "bad"
+    return type(v).__name__
+
+
+def clean_samples(records: list) -> tuple[list, int]:
+    """Samples that are objects with an integer t_ns and, key by key, the kind of value most samples have."""
+    recs = [r for r in records if isinstance(r, dict) and type(r.get("t_ns")) is int]
+    votes: dict = {}
+    for r in recs:
+        for k, v in r.items():
+            kind = _kind(v)
+            if kind is not None:
+                votes.setdefault(k, {}).setdefault(kind, 0)
+                votes[k][kind] += 1
+    usual = {k: max(c, key=c.get) for k, c in votes.items()}
+    good = [r for r in recs if all(_kind(v) in (None, usual[k]) and _kind(v) != "bad" for k, v in r.items())]
+    return good, len(records) - len(good)
 
 
 def read_jsonl(path: Path) -> list:
@@ -133,6 +195,13 @@ class RunDir:
 
     def __init__(self, path: str | os.PathLike):
         self.path = Path(path)
+        self._warned: set = set()
+
+    def warn_malformed(self, name: str, what: str) -> None:
+        """One line per file and run directory, however often it is read."""
+        if name not in self._warned:
+            self._warned.add(name)
+            print(f"haiprof: warning: {name}: {what}", file=sys.stderr)
 
     # -- creation -------------------------------------------------------------------------------------
     @classmethod
@@ -204,9 +273,15 @@ class RunDir:
     def read_meta(self) -> dict:
         try:
             with open(self.path / META, encoding="utf-8") as f:
-                return json.load(f)
+                raw = json.load(f)
         except (OSError, ValueError) as e:
             raise NotARunDir(f"{self.path}: unreadable {META} ({e.__class__.__name__})") from None
+        meta, bad = clean_meta(raw)
+        if bad:
+            what = ("not a JSON object: analysed without it" if not isinstance(raw, dict)
+                    else "field(s) of the wrong type ignored: " + ", ".join(bad))
+            self.warn_malformed(META, what)
+        return meta
 
     def write_meta(self, meta: dict) -> None:
         write_json_atomic(self.path / META, meta)
@@ -222,10 +297,17 @@ class RunDir:
         return JsonlAppender(self.path / PHASES_FILE)
 
     def read_phase_records(self) -> list:
-        return read_jsonl(self.path / PHASES_FILE)
+        records = read_jsonl(self.path / PHASES_FILE)
+        good = [r for r in records if phase_record_ok(r)]
+        if len(good) < len(records):
+            self.warn_malformed(PHASES_FILE, f"{len(records) - len(good)} malformed record(s) skipped")
+        return good
 
     def read_samples(self, collector: str) -> list:
-        return read_jsonl(self.samples_file(collector))
+        good, bad = clean_samples(read_jsonl(self.samples_file(collector)))
+        if bad:
+            self.warn_malformed(f"{SAMPLES_DIR}/{collector}.jsonl", f"{bad} malformed record(s) skipped")
+        return good
 
     def sample_collectors(self) -> list[str]:
         d = self.path / SAMPLES_DIR
@@ -244,7 +326,7 @@ class RunDir:
         """Latest status per collector (a later line overrides: a collector that failed mid-run)."""
         status: dict = {}
         for rec in read_jsonl(self.path / STATUS_FILE):
-            if isinstance(rec, dict) and "collector" in rec:
+            if isinstance(rec, dict) and isinstance(rec.get("collector"), str):
                 status[rec["collector"]] = rec
         return status
 
@@ -264,5 +346,5 @@ def iter_records(records: Iterable) -> Iterable[tuple]:
         if isinstance(r, list) and len(r) >= 3 and isinstance(r[0], str):
             try:
                 yield r[0], int(r[1]), int(r[2])
-            except (TypeError, ValueError):
+            except (TypeError, ValueError, OverflowError):   # 1e400 parses as inf
                 continue

@@ -6,6 +6,7 @@ go to runtime/distributed.py.
 from __future__ import annotations
 
 import argparse
+import math
 
 from ..errors import UserError
 
@@ -57,6 +58,18 @@ def _run_parser() -> argparse.ArgumentParser:
     return p
 
 
+def _check_run_values(ns: argparse.Namespace) -> None:
+    # nan passes `<= 0` and inf would make the sampler sleep forever: only finite positive intervals.
+    if not math.isfinite(ns.sample_interval) or ns.sample_interval <= 0:
+        raise UserError(f"--sample-interval must be a positive number of seconds, not {ns.sample_interval}")
+    if ns.fix is not None and ns.fix.strip().lower() != "auto":
+        from haiprof.fixes import FixSpecError, parse_spec
+        try:
+            parse_spec(ns.fix)
+        except FixSpecError as e:
+            raise UserError(str(e)) from None
+
+
 def cmd_run(argv: list[str]) -> int:
     parser = _run_parser()
     if argv and argv[0] in ("-h", "--help"):
@@ -67,6 +80,7 @@ def cmd_run(argv: list[str]) -> int:
         ns = parser.parse_args(ours)
     except SystemExit as e:  # argparse already printed its one-line message
         return int(e.code or 0)
+    _check_run_values(ns)   # before anything runs: a bad value must not cost a whole job first
     from ..runtime import distributed  # torch.distributed jobs: every rank under the profiler (issue 5)
     if distributed.requested(ns, target):
         if ns.steps is not None and ns.steps < 1:
@@ -83,8 +97,6 @@ def cmd_run(argv: list[str]) -> int:
         raise UserError("no script given: haiprof run [options] SCRIPT [ARGS ...]")
     if ns.steps is not None and ns.steps < 1:
         raise UserError("--steps must be at least 1")
-    if ns.sample_interval <= 0:
-        raise UserError("--sample-interval must be positive")
     if ns.trace_steps < 0:
         raise UserError("--trace-steps must be 0 (off) or more")
     from ..runtime.session import RunOptions, run

@@ -163,6 +163,12 @@ class LiveStatus:
         self._drawn = False
         self._t0 = time.monotonic()
         self._prev_excepthook = sys.excepthook
+        # The script's writes and our redraws take turns under this lock (reentrant: a signal handler that
+        # prints while the main thread is inside a write must not deadlock).
+        self._lock = threading.RLock()
+        self._raw_write = self.stream.write   # ours, never the wrapper below
+        self._line_open = False               # the script left a line unfinished: do not draw over it
+        self._wrapped: list = []              # (stream, wrapper) to take back at stop()
 
     @classmethod
     def start_if_tty(cls, phases_path, quiet: bool = False, stream=None) -> "LiveStatus | None":
@@ -174,9 +180,54 @@ class LiveStatus:
         # traceback starts on a clean line.
         live._prev_excepthook = sys.excepthook
         sys.excepthook = live._excepthook
+        live._wrap_writes()
         live._thread = threading.Thread(target=live._loop, name="haiprof-progress", daemon=True)
         live._thread.start()
         return live
+
+    def _wrap_writes(self) -> None:
+        """Erase the status line before the script writes to this terminal, so its lines never start glued to
+        the status text. A plain stdout pipe or file is left alone (nothing of ours is on it)."""
+        streams = [self.stream]
+        if sys.stdout is not None and sys.stdout is not self.stream and enabled(sys.stdout, False):
+            streams.append(sys.stdout)
+        for stream in streams:
+            try:
+                original = stream.write
+                wrapper = self._make_write(original)
+                stream.write = wrapper   # TextIOWrapper instances take attribute assignment
+            except (AttributeError, TypeError):
+                continue                 # not a TextIOWrapper: leave it as it is
+            self._wrapped.append((stream, wrapper))
+        # A forked child (DataLoader worker) may inherit the lock held by our thread: give it a fresh one.
+        os.register_at_fork(after_in_child=self._after_fork)
+
+    def _make_write(self, original):
+        def write(text):
+            with self._lock:
+                if self._drawn:
+                    self._raw_write(CLEAR)   # same terminal: the erase lands before the script's text
+                    self.stream.flush()
+                    self._drawn = False
+                n = original(text)
+                if text:
+                    self._line_open = not text.endswith("\n")
+                return n
+        write.__haiprof_wrapped__ = original
+        return write
+
+    def _after_fork(self) -> None:
+        self._lock = threading.RLock()
+        self._drawn = False
+
+    def _unwrap_writes(self) -> None:
+        for stream, wrapper in self._wrapped:
+            try:
+                if stream.__dict__.get("write") is wrapper:   # someone wrapped it after us: keep their chain
+                    del stream.write
+            except (AttributeError, TypeError):
+                pass
+        self._wrapped = []
 
     def _excepthook(self, *exc_info):
         self.stop()
@@ -194,16 +245,19 @@ class LiveStatus:
         while not self._stop.wait(self.refresh_s):
             try:
                 self.tail.poll()
-                if tqdm_bar_active():  # the script draws its own bar on this terminal: do not fight over it
-                    if self._drawn:
-                        self.stream.write(CLEAR)
-                        self.stream.flush()
-                        self._drawn = False
-                    continue
-                line = status_line(self.tail, time.monotonic() - self._t0)[:self._width()]
-                self.stream.write(CLEAR + line)
-                self.stream.flush()
-                self._drawn = True
+                with self._lock:
+                    if tqdm_bar_active():  # the script draws its own bar on this terminal: do not fight over it
+                        if self._drawn:
+                            self._raw_write(CLEAR)
+                            self.stream.flush()
+                            self._drawn = False
+                        continue
+                    if self._line_open:   # a prompt or a partial line of the script's: leave it visible
+                        continue
+                    line = status_line(self.tail, time.monotonic() - self._t0)[:self._width()]
+                    self._raw_write(CLEAR + line)
+                    self.stream.flush()
+                    self._drawn = True
             except (OSError, ValueError):
                 return  # terminal gone or stream closed: stop drawing, never disturb training
 
@@ -214,10 +268,12 @@ class LiveStatus:
             self._thread.join(timeout=2)
         if sys.excepthook is self._excepthook:
             sys.excepthook = self._prev_excepthook
-        if self._drawn:
-            self._drawn = False
-            try:
-                self.stream.write(CLEAR)
-                self.stream.flush()
-            except (OSError, ValueError):
-                pass  # the terminal is gone: nothing left to erase
+        with self._lock:
+            self._unwrap_writes()
+            if self._drawn:
+                self._drawn = False
+                try:
+                    self._raw_write(CLEAR)
+                    self.stream.flush()
+                except (OSError, ValueError):
+                    pass  # the terminal is gone: nothing left to erase
