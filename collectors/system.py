@@ -1,7 +1,7 @@
 """System sampler (psutil): process-tree CPU and memory, per-core CPU, disk and network counters.
 
-Runs in the sampler side process (haiprof/runtime/sidecar.py), never on the training thread. Counters are recorded as
-cumulative values; rates are derived by the analyzers. Children that exit keep their last counters ("retired"), so
+Runs in the sampler side process (haiprof/runtime/sidecar.py), never on the training thread. Counters are
+recorded as cumulative values; rates are derived by the analyzers. Children that exit keep their last counters ("retired"), so
 a DataLoader worker that finishes does not make the tree's totals go backwards.
 """
 from __future__ import annotations
