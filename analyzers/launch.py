@@ -254,7 +254,10 @@ def gpu_stats(ev: pd.DataFrame, whole_steps: int | None = None) -> dict | None:
     launch_ts = kernels["correlation"].map(runtime["ts_us"]).fillna(kernels["ts_us"]).to_numpy(float)
     steps, source = _steps_or_span(ev, kernels, whole_steps)
     where = _assign_steps(launch_ts, steps)
-    per_step = np.bincount(where[where >= 0], minlength=len(steps)) if (where >= 0).any() else np.zeros(len(steps))
+    inside = where >= 0
+    per_step = np.bincount(where[inside], minlength=len(steps)) if inside.any() else np.zeros(len(steps))
+    # Kernel time of the whole steps only (a partial step at either end would skew a per-step figure).
+    kernel_per_step = (float(kdur[inside].sum()) / len(steps)) if inside.any() and len(steps) else None
     host_launch = ev[(ev["stream"] < 0) & ev["name"].isin(LAUNCH_CALLS + MEMORY_CALLS)]
     return {
         "kernels": int(len(kernels)), "steps": int(len(steps)), "step_source": source,
@@ -263,6 +266,7 @@ def gpu_stats(ev: pd.DataFrame, whole_steps: int | None = None) -> dict | None:
         "kernel_us_mean": float(kdur.mean()), "kernel_duration_histogram": _histogram(kdur),
         "short_kernel_fraction": short_fraction,
         "cpu_launch_us": float(host_launch["dur_us"].sum()), "gpu_kernel_us": float(kdur.sum()),
+        "kernel_us_per_step": kernel_per_step,
         "span_us": span, "busy_us": busy, "idle_share": idle_share,
         "idle_us": by_cat, "host_wait_fraction": host_wait_fraction,
         "launch_share": idle_share * host_wait_fraction,

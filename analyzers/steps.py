@@ -143,6 +143,14 @@ def step_time_stats(steps: list[Step]) -> dict:
             "min": d[0], "max": d[-1]}
 
 
+def seconds_per_step(steps: list[Step]) -> float | None:
+    """Wall time over the steps / their count: what a clock around them reads (a median of bimodal step times
+    is not; warm-up and traced steps are already out of `steps`)."""
+    if not steps:
+        return None
+    return sum(s.duration_ns for s in steps) / len(steps) / 1e9
+
+
 def steady_steps(steps: list[Step], warmup: int) -> list[Step]:
     """Steps after warm-up and outside the tracing window (all of them when too few remain; traced steps only
     when nothing else is left, which the summary flags)."""

@@ -87,3 +87,14 @@ TRACE_SHORT_KERNEL_SHARE = 0.5
 TRACE_SHORT_KERNEL_US = 10.0
 # HTA's consecutive-kernel delay: a gap between kernels on a stream shorter than this is launch overhead (µs).
 TRACE_KERNEL_WAIT_US = 30.0
+# -- device-first verdict on CUDA runs (analyzers/device_timeline.py) ----------------------------------------
+# On the device timeline io, compute, launch and communication are shares of one denominator (the device step
+# time), so they cannot both be large: the largest is the verdict when it fills at least this share of the step;
+# below it nothing dominates.
+DEVICE_VERDICT_MIN = 0.40
+# A compute finding on the device timeline: kernels fill at least this share of the step (high from 0.8).
+DEVICE_COMPUTE_MODERATE = 0.30
+DEVICE_COMPUTE_HIGH = 0.80
+# The tracing window's steps are "another regime" when the steady device step is this many times their median
+# (the profiler slows steps, never speeds them up): the report says so, the op-level views describe other steps.
+TRACE_UNREPRESENTATIVE = 2.0

@@ -106,8 +106,40 @@ def phase_records(td, dev=None) -> tuple[list, dict]:
     if dev is not None and len(dev):
         recs += [["gpu:allreduce", ns(a), ns(b)] for a, b in exposed_device_us(dev, COMMUNICATION)]
         recs += [["gpu:h2d", ns(a), ns(b)] for a, b in exposed_device_us(dev, "MEMORY", "Memcpy HtoD")]
-        info["device_phases"] = ["allreduce", "h2d"]
+        recs += _device_work(dev, recs, steps, ns)
+        info["device_phases"] = ["allreduce", "h2d", "forward", "backward", "optimizer"]
     return recs, info
+
+
+def _device_work(dev, recs: list, steps: list, ns) -> list:
+    """The other device events as `gpu:<phase>` intervals (the phase the host was in when it launched them: the
+    latest host phase begun by then), and `@gpu-step` marks: each step ends on the device when the last work its
+    host step launched ends. The same records `haiprof run` writes, so one engine reads both."""
+    host = sorted((r[1], r[0]) for r in recs if r[0] in ("forward", "backward", "optimizer", "dataloader", "h2d"))
+    starts = np.array([t for t, _ in host], dtype=np.int64)
+    names = [p for _, p in host]
+    comm, mem = KIND_CODES[COMMUNICATION], KIND_CODES["MEMORY"]
+    out = []
+    launch = dev.launch_ts_us
+    for i in range(len(dev)):
+        if dev.kind[i] in (comm,) or (dev.kind[i] == mem and str(dev.name[i]).startswith("Memcpy HtoD")):
+            continue   # exposed collectives and host-to-device copies are recorded above
+        t = launch[i] if not np.isnan(launch[i]) else dev.ts_us[i]
+        j = int(np.searchsorted(starts, ns(t), side="right")) - 1
+        phase = names[j] if j >= 0 else "forward"
+        if phase in ("dataloader", "h2d"):   # work a loader or a copy call enqueued (pinning, casts) is compute
+            phase = "forward"
+        out.append([f"gpu:{phase}", ns(dev.ts_us[i]), ns(dev.end_us[i])])
+    ends = []
+    for a, b in steps:
+        m = (launch >= a) & (launch < b)
+        ends.append(float(dev.end_us[m].max()) if m.any() else b)
+    prev = None
+    for e in ends:
+        e = e if prev is None else max(e, prev)   # device step ends never run backwards
+        out.append(["@gpu-step", ns(e), ns(e)])
+        prev = e
+    return out
 
 
 def launch_finding(rank, temporal: dict | None, idle: dict, launch: dict) -> dict | None:

@@ -112,3 +112,74 @@ def decide(findings: list[dict], steps: int) -> tuple[str, str]:
 def sort_findings(findings: list[dict]) -> list[dict]:
     order = {"high": 0, "moderate": 1, "low": 2, "info": 3}
     return sorted(findings, key=lambda f: (order.get(f["severity"], 9), -f.get("share", 0.0)))
+
+
+# -- CUDA runs: one denominator, the device step time (analyzers/device_timeline.py) ------------------------------
+DEVICE_KINDS = ("io", "compute", "launch", "communication")
+
+
+def device_findings(sh: dict, steady_s: float | None, kernel_source: str | None = None) -> list[dict]:
+    """Findings from device_timeline.shares(): each share is of the same device step time. `kernel_source`:
+    "kernels" when the device intervals are a trace's kernels, else CUDA-event spans (density from a trace)."""
+    b, busy, idle = sh["bound"], sh["busy"], sh["idle"]
+    dens = sh.get("kernel_density")
+    per_step = f"{_ms(steady_s)}/step on the device over {sh['steps']} steady steps"
+    ev = {"timeline": "device", "bound_share": dict(b), "busy_share": sh["busy_share"],
+          "idle_share": sh["idle_share"], "kernel_density": dens, "steady_step_s": steady_s, "steps": sh["steps"]}
+    if kernel_source == "kernels":
+        density = "device time read kernel by kernel from the trace"
+    elif dens is not None:
+        density = f"kernels fill {_pct(dens)} of the forward/backward/optimizer spans"
+    else:
+        density = "no kernel trace, so gaps between kernels inside a phase count as compute"
+    out = []
+
+    def add(kind, sev, message, fixes, **extra):
+        out.append({"kind": kind, "severity": sev, "share": b[kind], "message": message,
+                    "evidence": {**ev, **extra}, "fixes": fixes})
+
+    sev = _grade(b["io"], T.IO_MODERATE, T.IO_HIGH)
+    if sev:
+        add("io", sev, f"the GPU waited for input {_pct(b['io'])} of the step: idle while the host waited for the "
+            f"DataLoader {_pct(idle['dataloader'])}, on a synchronous copy {_pct(idle['h2d'])}, copying "
+            f"{_pct(busy['h2d'])} ({per_step})", list(FIXES_FOR["io"]),
+            dataloader_share=idle["dataloader"], h2d_share=idle["h2d"] + busy["h2d"], median_step_s=steady_s,
+            thresholds={"moderate": T.IO_MODERATE, "high": T.IO_HIGH})
+    sev = _grade(b["launch"], T.LAUNCH_MODERATE, T.LAUNCH_HIGH)
+    if sev:
+        parts = sh["launch_parts"]
+        fixes = list(FIXES_FOR["launch"])
+        if busy["optimizer"] + idle["optimizer"] >= 0.25:   # the optimizer's many small kernels: fuse them first
+            fixes = ["fused-optim"] + [f for f in fixes if f != "fused-optim"]
+        add("launch", sev, f"the GPU waited on the host {_pct(b['launch'])} of the step: {density} (gaps inside "
+            f"the spans {_pct(parts['unfilled_spans'])}), idle while the host dispatched {_pct(parts['dispatch_idle'])}, "
+            f"idle while it ran Python outside the training phases {_pct(parts['host_other_idle'])} ({per_step})",
+            fixes, launch_parts=dict(parts), thresholds={"moderate": T.LAUNCH_MODERATE, "high": T.LAUNCH_HIGH})
+    sev = _grade(b["communication"], T.COMM_MODERATE, T.COMM_HIGH)
+    if sev:
+        add("communication", sev, f"{_pct(b['communication'])} of the step is exposed communication on the GPU "
+            f"(collectives not hidden by compute; {per_step})", list(FIXES_FOR["communication"]),
+            allreduce_share=b["communication"], thresholds={"moderate": T.COMM_MODERATE, "high": T.COMM_HIGH})
+    sev = _grade(b["compute"], T.DEVICE_COMPUTE_MODERATE, T.DEVICE_COMPUTE_HIGH)
+    if sev:
+        fixes = list(FIXES_FOR["compute"])
+        add("compute", sev, f"the GPU computed {_pct(b['compute'])} of the step ({density}; forward "
+            f"{_pct(busy['forward'])}, backward {_pct(busy['backward'])}, optimizer {_pct(busy['optimizer'])}; "
+            f"{per_step})", fixes, forward_share=busy["forward"], backward_share=busy["backward"],
+            optimizer_share=busy["optimizer"], median_step_s=steady_s,
+            thresholds={"moderate": T.DEVICE_COMPUTE_MODERATE, "high": T.DEVICE_COMPUTE_HIGH})
+    return out
+
+
+def decide_device(findings: list[dict], steps: int) -> tuple[str, str]:
+    """CUDA runs: the largest device-timeline share among io/compute/launch/communication, when it dominates."""
+    if steps < T.MIN_STEPS:
+        return decide(findings, steps)
+    device = [f for f in findings if f["kind"] in DEVICE_KINDS and f.get("evidence", {}).get("timeline") == "device"]
+    if device:
+        top = max(device, key=lambda f: f.get("share", 0.0))
+        if top["share"] >= T.DEVICE_VERDICT_MIN:
+            return top["kind"], f"{LABEL[top['kind']]} ({top['severity']}): {top['message']}."
+    notable = sorted(findings, key=lambda f: f.get("share", 0.0), reverse=True)
+    detail = f" Largest: {notable[0]['message']}." if notable else ""
+    return "none", f"{LABEL['none']}: nothing fills {_pct(T.DEVICE_VERDICT_MIN)} of the device step.{detail}"

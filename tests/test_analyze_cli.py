@@ -47,8 +47,9 @@ def test_gpu_trace_verdict_and_report_rebuild(tmp_path):
     _check_contract(s)
     # DDP ResNet: the GPU idles 78% of the span waiting for the host while most kernels outlast nothing
     assert s["bottleneck"] == "launch" and s["steps"] >= 2
-    launch = [f for f in s["findings"] if f["kind"] == "launch"][0]
-    assert launch["evidence"]["host_wait_share"] > 0.5
+    launch = [f for f in s["findings"] if f["kind"] == "launch"]
+    assert len(launch) == 1 and launch[0]["evidence"]["timeline"] == "device" and launch[0]["share"] > 0.5
+    assert s["device"]["idle_share"] > 0.5 and s["device"]["kernel_source"] == "kernels"
     r2 = run_haiprof("report", out, "--quiet")
     assert r2.returncode == 0, r2.stderr
     assert load_summary(out)["bottleneck"] == "launch"

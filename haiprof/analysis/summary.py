@@ -11,6 +11,7 @@ from haiprof.analyzers import thresholds as T
 from haiprof.analyzers import utilization, verdict
 
 from ..rundir import SCHEMA_VERSION, TRACE_FILE, RunDir, iter_records
+from . import device as device_analysis
 from . import hardware as hw_analysis
 
 
@@ -49,11 +50,21 @@ def analyze(run_dir: RunDir, extra_findings: list | None = None) -> RunData:
     traced_excluded = sum(1 for st in all_steps if st.traced and id(st) not in kept)
     n = len(all_steps)
     findings = verdict.phase_findings(share, len(steady), stats["median"]) if n else []
-    findings += list(extra_findings or [])
+    stats["steady"] = step_analysis.seconds_per_step(steady)
     op_trace = launch_analysis(run_dir)              # op-level trace of the tracing window, if any
-    findings += op_trace.pop("findings", []) if op_trace else []
+    trace_findings = op_trace.pop("findings", []) if op_trace else []
+    # CUDA runs: the device timeline decides shares, step time and verdict (haiprof/device_analysis.py); the
+    # trace's launch statistics stay as evidence (its kernel time per step sets the kernel density).
+    device = device_analysis.analyze(list(iter_records(records)), op_trace) if n else None
+    if device is not None:
+        share, stats["steady"], findings = device["phase_share"], device["steady_s"], device["findings"]
+    else:
+        findings += trace_findings
+    findings += list(extra_findings or [])
     trace = _trace_results(run_dir)  # `haiprof analyze` directories
-    findings += trace.get("findings", [])
+    # On the device timeline the launch verdict is the partition's; the trace's own launch statistics stay
+    # under summary["trace"] as evidence.
+    findings += [f for f in trace.get("findings", []) if device is None or f.get("kind") != "launch"]
     samples = {name: run_dir.read_samples(name) for name in run_dir.sample_collectors()}
     status = run_dir.read_status()
     # -- hardware collectors: GPU, links, NUMA, disks, energy; input-bound split (analysis/hardware.py) --
@@ -61,7 +72,8 @@ def analyze(run_dir: RunDir, extra_findings: list | None = None) -> RunData:
     findings = hw_analysis.refine_io(findings, records, all_steps, samples, hw["summary"]["hardware"], meta)
     findings += hw["findings"]
     # -- end hardware --
-    bottleneck, headline = verdict.decide(findings, n)
+    decide = verdict.decide_device if device is not None else verdict.decide
+    bottleneck, headline = decide(findings, n)
     exit_code = meta.get("exit_code")
     summary = {
         "schema_version": SCHEMA_VERSION,
@@ -74,6 +86,7 @@ def analyze(run_dir: RunDir, extra_findings: list | None = None) -> RunData:
         "traced_steps_excluded": traced_excluded,     # steps the profiler window touched
         "traced_steps_included": any(st.traced for st in steady),   # nothing else was left to measure
         "launch": op_trace,
+        "device": device["summary"] if device is not None else None,
         "step_time_s": stats,
         "step_detection": step_info,
         "exit_code": exit_code,

@@ -91,6 +91,10 @@ def analyse(traces: dict) -> tuple[dict, list, dict]:
                        "host_ops": host, "kernel_types": B.kernel_type_breakdown([dev])}
         if temporal is None:
             findings.append(trace_phases.no_device_finding(rank, host))
+            # No device: the host's own launch analysis, the one `haiprof run` applies to its tracing window.
+            from haiprof.analyzers import launch as launch_analysis
+            cpu = launch_analysis.analyze_events(launch_analysis.complete_events(td.events))
+            findings += [{**f, "message": f"rank {rank}: {f['message']}"} for f in cpu.get("findings", [])]
         else:
             f = trace_phases.launch_finding(rank, temporal, idle, launch)
             if f:
