@@ -1,19 +1,25 @@
 """Before/after of two runs from their summary.json: step time, throughput, per-phase time, verdict change.
 
-Per-phase time per step is phase share x median step time, so the deltas say where the saved time came from.
+Per-phase time per step is phase share x steady step time (seconds per step over the steady-state steps, what a
+synchronized clock reads; the median of bimodal step times would not), so the deltas say where the saved time came
+from. Summaries written before `steady` existed fall back to their median.
 """
 from __future__ import annotations
 
 PHASES = ("dataloader", "h2d", "forward", "backward", "optimizer", "allreduce", "other")
 
 
-def _median(summary: dict):
-    m = (summary.get("step_time_s") or {}).get("median")
-    return m if isinstance(m, (int, float)) and m > 0 else None
+def step_time(summary: dict):
+    st = summary.get("step_time_s") or {}
+    for key in ("steady", "median"):
+        m = st.get(key)
+        if isinstance(m, (int, float)) and m > 0:
+            return m
+    return None
 
 
 def compare_summaries(before: dict, after: dict) -> dict:
-    ma, mb = _median(before), _median(after)
+    ma, mb = step_time(before), step_time(after)
     out = {
         "before": {"step_time_s": ma, "steps_per_s": 1 / ma if ma else None, "steps": before.get("steps"),
                    "bottleneck": before.get("bottleneck"), "headline": before.get("headline"),
@@ -41,7 +47,7 @@ def _ms(x) -> str:
 
 def text_lines(cmp: dict, name_a: str = "before", name_b: str = "after") -> list[str]:
     a, b = cmp["before"], cmp["after"]
-    lines = [f"step time (median): {_ms(a['step_time_s'])} -> {_ms(b['step_time_s'])}"]
+    lines = [f"step time (steady): {_ms(a['step_time_s'])} -> {_ms(b['step_time_s'])}"]
     if a["steps_per_s"] and b["steps_per_s"]:
         lines.append(f"throughput: {a['steps_per_s']:.2f} -> {b['steps_per_s']:.2f} steps/s "
                      f"({cmp['speedup']:.2f}x)")

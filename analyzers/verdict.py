@@ -37,8 +37,9 @@ def _ms(seconds) -> str:
     return "n/a" if seconds is None else f"{seconds * 1e3:.1f} ms"
 
 
-def phase_findings(share: dict, steps: int, median_s) -> list[dict]:
-    """Findings that follow from phase shares alone."""
+def phase_findings(share: dict, steps: int, median_s, steady_s=None) -> list[dict]:
+    """Findings that follow from phase shares alone; messages quote the steady step time (median_s when absent)."""
+    per_step = f"{_ms(steady_s if steady_s is not None else median_s)}/step over {steps} steps"
     findings = []
     io = share.get("dataloader", 0.0) + share.get("h2d", 0.0)
     sev = _grade(io, T.IO_MODERATE, T.IO_HIGH)
@@ -48,9 +49,9 @@ def phase_findings(share: dict, steps: int, median_s) -> list[dict]:
         findings.append({
             "kind": "io", "severity": sev, "share": io,
             "message": f"{_pct(io)} of step time {what} (dataloader {_pct(share.get('dataloader', 0))}, "
-                       f"h2d {_pct(share.get('h2d', 0))}; median step {_ms(median_s)} over {steps} steps)",
+                       f"h2d {_pct(share.get('h2d', 0))}; {per_step})",
             "evidence": {"dataloader_share": share.get("dataloader", 0.0), "h2d_share": share.get("h2d", 0.0),
-                         "median_step_s": median_s, "steps": steps,
+                         "median_step_s": median_s, "steady_step_s": steady_s, "steps": steps,
                          "thresholds": {"moderate": T.IO_MODERATE, "high": T.IO_HIGH}},
             "fixes": list(FIXES_FOR["io"]),
         })
@@ -73,7 +74,7 @@ def phase_findings(share: dict, steps: int, median_s) -> list[dict]:
             "kind": "compute", "severity": "high" if compute >= 0.8 else "moderate", "share": compute,
             "message": f"{_pct(compute)} of step time is compute: forward {_pct(share.get('forward', 0))}, "
                        f"backward {_pct(share.get('backward', 0))}, optimizer {_pct(share.get('optimizer', 0))} "
-                       f"(median step {_ms(median_s)} over {steps} steps)",
+                       f"({per_step})",
             "evidence": {"forward_share": share.get("forward", 0.0), "backward_share": share.get("backward", 0.0),
                          "optimizer_share": share.get("optimizer", 0.0), "median_step_s": median_s,
                          "steps": steps, "threshold": T.COMPUTE_DOMINANT},

@@ -49,8 +49,8 @@ def analyze(run_dir: RunDir, extra_findings: list | None = None) -> RunData:
     kept = {id(st) for st in steady}
     traced_excluded = sum(1 for st in all_steps if st.traced and id(st) not in kept)
     n = len(all_steps)
-    findings = verdict.phase_findings(share, len(steady), stats["median"]) if n else []
     stats["steady"] = step_analysis.seconds_per_step(steady)
+    findings = verdict.phase_findings(share, len(steady), stats["median"], stats["steady"]) if n else []
     op_trace = launch_analysis(run_dir)              # op-level trace of the tracing window, if any
     trace_findings = op_trace.pop("findings", []) if op_trace else []
     # CUDA runs: the device timeline decides shares, step time and verdict (haiprof/device_analysis.py); the

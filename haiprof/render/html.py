@@ -52,8 +52,8 @@ def section_verdict(d, figs):
                     (f": {esc(d.meta.get('error'))}" if d.meta.get("error") else "") + "</p>"
     elif s.get("exit_code") is None:
         exit_line = '<p class="warn">The run did not finish under haiprof; showing data up to the last flush.</p>'
-    med = s["step_time_s"].get("median")
-    facts = (f"{s['steps']} steps, median step {med * 1e3:.1f} ms" if med else f"{s['steps']} steps")
+    steady = s["step_time_s"].get("steady") or s["step_time_s"].get("median")
+    facts = (f"{s['steps']} steps, {steady * 1e3:.1f} ms/step (steady)" if steady else f"{s['steps']} steps")
     return (f'<section id="verdict"><div class="badge b-{badge}">{badge}</div>'
             f'<h2 id="headline">{esc(s["headline"])}</h2><p class="facts">{esc(facts)}</p>{exit_line}</section>')
 
