@@ -22,7 +22,7 @@ from __future__ import annotations
 
 from dataclasses import dataclass, field
 
-from .steps import ALL_PHASES, GPU_PREFIX, PRIORITY, STEP_MARK, attribute, trace_windows
+from .steps import ALL_PHASES, STEP_MARK, attribute, split_records, trace_windows
 
 COMPUTE = ("forward", "backward", "optimizer")
 GPU_STEP_MARK = "@gpu-step"
@@ -42,20 +42,6 @@ class DeviceStep:
     @property
     def duration_ns(self) -> int:
         return self.end_ns - self.start_ns
-
-
-def _split(records) -> tuple[list, list, list]:
-    host, gpu, marks = [], [], []
-    for name, s, e in records:
-        if name.startswith("@"):
-            marks.append((name, s))
-        elif name.startswith(GPU_PREFIX):
-            phase = name[len(GPU_PREFIX):]
-            if phase in PRIORITY and e >= s:
-                gpu.append((phase, s, e))
-        elif name in PRIORITY and e >= s:
-            host.append((name, s, e))
-    return host, gpu, marks
 
 
 def _aligned_ends(host: list, gpu: list, step_marks: list) -> list:
@@ -108,7 +94,7 @@ def partition(gpu: list, host: list, a: int, b: int) -> tuple[dict, dict]:
 
 def device_steps(records) -> list[DeviceStep]:
     """One DeviceStep per host step whose device boundaries are known; [] when the run has no device spans."""
-    host, gpu, marks = _split(records)
+    host, gpu, marks = split_records(records)
     if not gpu:
         return []
     step_marks = sorted(t for name, t in marks if name == STEP_MARK)

@@ -57,3 +57,40 @@ def no_thread_leak():
         t.join(timeout=3)
     leaked = [t.name for t in leaked if t.is_alive()]
     assert not leaked, f"haiprof threads leaked: {leaked}"
+
+
+def run_on_pty(args, timeout=120, on_pty=("stderr",)):
+    """Run `python -m haiprof ARGS` with the streams in `on_pty` on one 120-column pseudo-terminal (the other on a
+    pipe); returns (returncode, bytes seen on the terminal, bytes on the pipe or b"")."""
+    import fcntl
+    import pty
+    import select
+    import struct
+    import termios
+    import time
+
+    master, slave = pty.openpty()
+    fcntl.ioctl(slave, termios.TIOCSWINSZ, struct.pack("HHHH", 24, 120, 0, 0))
+    streams = {name: (slave if name in on_pty else subprocess.PIPE) for name in ("stdout", "stderr")}
+    env = dict(os.environ, HAIPROF_PROGRESS="1", TERM="xterm")
+    proc = subprocess.Popen([*HAIPROF, *map(str, args)], stdin=subprocess.DEVNULL, env=env, **streams)
+    os.close(slave)
+    got = b""
+    deadline = time.monotonic() + timeout
+    while time.monotonic() < deadline:
+        r, _, _ = select.select([master], [], [], 0.2)
+        if r:
+            try:
+                chunk = os.read(master, 65536)
+            except OSError:  # EIO: every holder of the slave side has closed it
+                break
+            if not chunk:
+                break
+            got += chunk
+        elif proc.poll() is not None:
+            break
+    os.close(master)
+    pipe = proc.stdout if "stdout" not in on_pty else proc.stderr if "stderr" not in on_pty else None
+    piped = pipe.read() if pipe is not None else b""
+    proc.wait(timeout=30)
+    return proc.returncode, got, piped

@@ -1,50 +1,18 @@
 """The live status line: on stderr when it is a terminal (a real pseudo-terminal here), never on a pipe or stdout."""
 import json
-import fcntl
-import os
-import pty
-import struct
-import select
-import subprocess
-import sys
-import termios
 import time
 
 import pytest
 
-from conftest import HAIPROF, SCRIPTS, load_summary, run_haiprof
+from conftest import SCRIPTS, load_summary, run_haiprof, run_on_pty
 from haiprof.runtime.progress import PhaseTail, status_line
 
 STATUS = b"steps/s"
 
 
 def _run_with_pty_stderr(args, timeout=120, stdout_pty=False):
-    """Run haiprof with stderr (or stdout) on a pseudo-terminal; return (bytes on the pty, bytes on the pipes)."""
-    master, slave = pty.openpty()
-    fcntl.ioctl(slave, termios.TIOCSWINSZ, struct.pack("HHHH", 24, 120, 0, 0))  # a 120-column terminal
-    streams = {"stdout": slave, "stderr": subprocess.PIPE} if stdout_pty else \
-        {"stdout": subprocess.PIPE, "stderr": slave}
-    env = dict(os.environ, HAIPROF_PROGRESS="1", TERM="xterm")
-    proc = subprocess.Popen([*HAIPROF, *map(str, args)], stdin=subprocess.DEVNULL, env=env, **streams)
-    os.close(slave)
-    got = b""
-    deadline = time.monotonic() + timeout
-    while time.monotonic() < deadline:
-        r, _, _ = select.select([master], [], [], 0.2)
-        if r:
-            try:
-                chunk = os.read(master, 65536)
-            except OSError:  # EIO: every holder of the slave side has closed it
-                break
-            if not chunk:
-                break
-            got += chunk
-        elif proc.poll() is not None:
-            break
-    os.close(master)
-    piped = (proc.stderr if stdout_pty else proc.stdout).read()
-    proc.wait(timeout=30)
-    return proc.returncode, got, piped
+    """Run haiprof with stderr (or stdout) on a pseudo-terminal; return (rc, bytes on the pty, bytes on the pipe)."""
+    return run_on_pty(args, timeout, on_pty=("stdout",) if stdout_pty else ("stderr",))
 
 
 def test_status_line_on_a_terminal(tmp_path):

@@ -1,21 +1,15 @@
 """Reliability of the command line: terminal and pipes, bad values, malformed run directories, short-lived
 DataLoader workers. Every test runs `python -m haiprof` as a real subprocess."""
-import fcntl
 import json
-import os
-import pty
 import re
-import select
 import shutil
-import struct
 import subprocess
 import sys
-import termios
 import time
 
 import pytest
 
-from conftest import HAIPROF, SCRIPTS, load_summary, run_haiprof
+from conftest import HAIPROF, SCRIPTS, load_summary, run_haiprof, run_on_pty
 
 CLEAR = b"\r\x1b[K"
 TRACEBACK_MARKS = ("Traceback", "BrokenPipe", "Exception ignored")
@@ -41,29 +35,8 @@ def _fresh_copy(run, tmp_path, name="copy"):
 # -- 9a: the live status line never glues itself to the script's lines ---------------------------------------------
 def _run_on_pty(args, timeout=60):
     """stdout and stderr both on one pseudo-terminal, as in an interactive shell; returns (rc, bytes seen)."""
-    master, slave = pty.openpty()
-    fcntl.ioctl(slave, termios.TIOCSWINSZ, struct.pack("HHHH", 24, 120, 0, 0))
-    env = dict(os.environ, HAIPROF_PROGRESS="1", TERM="xterm")
-    proc = subprocess.Popen([*HAIPROF, *map(str, args)], stdin=subprocess.DEVNULL, stdout=slave, stderr=slave,
-                            env=env)
-    os.close(slave)
-    got = b""
-    deadline = time.monotonic() + timeout
-    while time.monotonic() < deadline:
-        r, _, _ = select.select([master], [], [], 0.2)
-        if r:
-            try:
-                chunk = os.read(master, 65536)
-            except OSError:  # EIO: the child side is closed
-                break
-            if not chunk:
-                break
-            got += chunk
-        elif proc.poll() is not None:
-            break
-    os.close(master)
-    proc.wait(timeout=30)
-    return proc.returncode, got
+    rc, got, _ = run_on_pty(args, timeout, on_pty=("stdout", "stderr"))
+    return rc, got
 
 
 def test_script_lines_never_start_after_the_status_text(tmp_path):
