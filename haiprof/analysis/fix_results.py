@@ -95,16 +95,21 @@ def add_fix_results(run_dir: RunDir, meta: dict, summary: dict) -> None:
             "evidence": guard, "fixes": []})
 
 
+def regression_lines(summary: dict) -> list[str]:
+    """A fix that made the step slower: the first thing haiprof says about the run (report.finish)."""
+    gain = (summary.get("fixes") or {}).get("gain") or {}
+    if not gain.get("message"):
+        return []
+    return [f"haiprof: WARNING: {gain['message']}; `--fix auto` will not choose it again for this command"]
+
+
 def console_lines(summary: dict) -> list[str]:
     fx = summary.get("fixes")
     if not fx:
         return []
     gain = fx.get("gain") or {}
-    lines = []
-    if gain.get("message"):   # a fix that made the step slower is said first, loudly
-        lines.append(f"haiprof: WARNING: {gain['message']}; `--fix auto` will not choose it again for this command")
-    lines.append(f"haiprof: fixes ({fx.get('source')}): {fx['note']}" if fx.get("note") else
-                 f"haiprof: fixes ({fx.get('source')}):")
+    lines = [f"haiprof: fixes ({fx.get('source')}): {fx['note']}" if fx.get("note") else
+             f"haiprof: fixes ({fx.get('source')}):"]
     for c in fx.get("ranked") or []:
         lines.append(f"haiprof:   chose {c['id']} (expected {c['expected_speedup']:.2f}x): {c['reason']}")
     for c in fx.get("excluded") or []:

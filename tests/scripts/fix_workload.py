@@ -68,8 +68,11 @@ def main():
             model(torch.randn(4, dim))
         model.train()
     pids = set()
+    # A step made slower from outside (same command line): stands in for a fix that slows the step.
+    extra_s = float(os.environ.get("FIX_WORKLOAD_STEP_SLEEP_MS") or 0) / 1e3
     for x, y, pid in loader:
         pids.update(pid.tolist())
+        time.sleep(extra_s)
         opt.zero_grad()
         loss = nn.functional.cross_entropy(model(x), y)
         loss.backward()
