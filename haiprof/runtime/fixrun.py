@@ -201,9 +201,10 @@ class FixSession:
         diagnosis = None
         if self.plan is not None:
             write_json_atomic(self.run_dir.file(FIXES_FILE), {**asdict(self.plan), "results": None})
-            if self.plan.diagnosis_run:
+            source = self.plan.diagnosis_run or self.plan.baseline_run   # explicit --fix: the baseline's numbers
+            if source:
                 try:
-                    diagnosis = RunDir(self.plan.diagnosis_run).read_summary()
+                    diagnosis = RunDir(source).read_summary()
                 except (OSError, ValueError):
                     diagnosis = None
             if self.plan.requested:
