@@ -76,3 +76,18 @@ def test_prefetch_sizes_workers_from_measured_cost_with_a_diagnosis(monkeypatch)
         assert "to move between processes" in res["reason"] and loader.num_workers >= 1, res
     else:
         assert "costs as much as loading it" in res["reason"] and loader.num_workers == 0, res
+
+
+@pytest.mark.gpu
+def test_pageable_and_pinned_copies_in_a_real_cuda_trace(tmp_path):
+    import json
+
+    from torch.profiler import ProfilerActivity, profile
+    pageable, pinned = torch.randn(1 << 20), torch.randn(1 << 20).pin_memory()
+    with profile(activities=[ProfilerActivity.CPU, ProfilerActivity.CUDA]) as prof:
+        pageable.to("cuda")
+        pinned.to("cuda", non_blocking=True)
+        torch.cuda.synchronize()
+    prof.export_chrome_trace(str(tmp_path / "t.json"))
+    c = pageable_copies(json.loads((tmp_path / "t.json").read_text())["traceEvents"])
+    assert c["pageable"] >= 1 and c["pinned"] >= 1, c
