@@ -153,7 +153,24 @@ def seconds_per_step(steps: list[Step]) -> float | None:
 
 def steady_steps(steps: list[Step], warmup: int) -> list[Step]:
     """Steps after warm-up and outside the tracing window (all of them when too few remain; traced steps only
-    when nothing else is left, which the summary flags)."""
+    when nothing else is left, which the summary flags), without the slow start of a torch.compile run (leading
+    steps longer than LEADING_SLOW x the median, as on the device timeline)."""
     kept = steps[warmup:] if len(steps) > warmup + 1 else steps
     untraced = [s for s in kept if not s.traced]
-    return untraced if untraced else kept
+    kept = untraced if untraced else kept
+    return kept[leading_slow([s.duration_ns for s in kept]):]
+
+
+LEADING_SLOW = 3.0
+
+
+def leading_slow(durations: list, factor: float = LEADING_SLOW) -> int:
+    """How many leading steps are a slow start (compilation, CUDA-graph capture): each longer than factor x the
+    median step, at most half of the steps, none when fewer than 4 steps."""
+    if len(durations) < 4:
+        return 0
+    median = sorted(durations)[len(durations) // 2]
+    i = 0
+    while i < len(durations) // 2 and durations[i] > factor * median:
+        i += 1
+    return i

@@ -98,3 +98,7 @@ DEVICE_COMPUTE_HIGH = 0.80
 # The tracing window's steps are "another regime" when the steady device step is this many times their median
 # (the profiler slows steps, never speeds them up): the report says so, the op-level views describe other steps.
 TRACE_UNREPRESENTATIVE = 2.0
+# -- fixes (analyzers/fix_gain.py) ------------------------------------------------------------------------------
+# A fixed run whose steady step is at least this much slower than its baseline's is a regression: reported first,
+# and `--fix auto` does not choose those fixes again for that command.
+FIX_SLOWER = 0.03

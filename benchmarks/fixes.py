@@ -10,7 +10,10 @@ batches arrive in bursts, most steps find their batch ready, and the median step
 The speedup is the median fixed over the median baseline, with the spread (min-max) of the per-pair ratios.
 Compile time comes from torch's own compile timers and is printed separately; the script checks that no step
 of the window overlapped compilation (a step > COMPILE_STEP_FACTOR x the window's median is reported).
-Wall time per run includes worker start-up and compile time. The load
+Wall time per run includes worker start-up and compile time. Beside each speedup the row prints the ratio
+haiprof itself reported for the fixed run (summary `fixes.gain.speedup`, steady step against its baseline), the
+ratio by the script's own clock (its `OWN_CLOCK steps=N step_ms=X` line, medians over the runs) and the
+whole-run wall-time ratio; the three should agree where compilation and start-up are small. The load
 average (/proc/loadavg, 1 min) is printed before and after each row: the machine may be shared.
 The communication row runs 2 ranks (`haiprof run --nproc-per-node 2`) inside a network namespace whose loopback
 is shaped to 1 Gbit/s (benchmarks/shaped_net.py); it is reported, not run, where that cannot be created.
@@ -93,6 +96,23 @@ def loss_difference(base_dir: Path, fixed_dir: Path) -> float | None:
     return abs(mb - ma) / abs(ma) if ma else None
 
 
+def own_clock_ms(stdout: str) -> float | None:
+    """step_ms of the script's last `OWN_CLOCK ... step_ms=X` line (its own timing of its steady steps)."""
+    for line in reversed(stdout.splitlines()):
+        if line.startswith("OWN_CLOCK "):
+            for part in line.split():
+                if part.startswith("step_ms="):
+                    try:
+                        return float(part[len("step_ms="):])
+                    except ValueError:
+                        return None
+    return None
+
+
+def _ratio(a, b):
+    return a / b if a and b else None
+
+
 def one_run(out: Path, example, args, fix, runner, net=None) -> dict:
     cmd = haiprof_cmd(out, example, args, fix, runner)
     kw = {"env": net.env()} if net is not None else {}
@@ -113,7 +133,10 @@ def one_run(out: Path, example, args, fix, runner, net=None) -> dict:
             "bottleneck": s["bottleneck"],
             "fix_status": "/".join(str((results.get(i) or {}).get("status")) for i in ids),
             "compile_s": ((results.get("compile") or {}).get("details") or {}).get("compile_s"),
-            "loss_guard": guard.get("status"),
+            "loss_guard": guard.get("status"), "own_step_ms": own_clock_ms(r.stdout),
+            "reported_speedup": ((rank_s.get("fixes") or {}).get("gain") or {}).get("speedup"),
+            "break_even_step": (((rank_s.get("fixes") or {}).get("gain") or {}).get("compile") or {}).get(
+                "break_even_step"),
             "dir": rdir}
 
 
@@ -150,11 +173,20 @@ def bench_row(name, example, args, fix, goal, runner, repeats, tmp: Path) -> dic
     compile_s = [r["compile_s"] for r in fixed if r["compile_s"] is not None]
     med_ratio = statistics.median(fixed_r["median_steps_per_s"] for fixed_r in fixed) / \
         statistics.median(r["median_steps_per_s"] for r in base)
+    own_b = [r["own_step_ms"] for r in base if r["own_step_ms"]]
+    own_f = [r["own_step_ms"] for r in fixed if r["own_step_ms"]]
+    reported = [r["reported_speedup"] for r in fixed if r["reported_speedup"]]
+    base_wall = statistics.median(r["wall_s"] for r in base)
+    fixed_wall = statistics.median(r["wall_s"] for r in fixed)
     return {**head, "base_steps_s": b, "fixed_steps_s": f, "speedup": f / b,
+            "reported_speedup": statistics.median(reported) if reported else None,
+            "own_clock_speedup": _ratio(statistics.median(own_b), statistics.median(own_f)) if own_b and own_f
+            else None,
+            "wall_speedup": _ratio(base_wall, fixed_wall),
+            "break_even_step": fixed[-1]["break_even_step"],
             "base_spread": _spread(bs), "fixed_spread": _spread(fs),
             "pair_ratio_spread": _spread([y / x for x, y in zip(bs, fs)]),
-            "base_wall_s": statistics.median(r["wall_s"] for r in base),
-            "fixed_wall_s": statistics.median(r["wall_s"] for r in fixed),
+            "base_wall_s": base_wall, "fixed_wall_s": fixed_wall,
             "compile_s": statistics.median(compile_s) if compile_s else None,
             "speedup_of_median_step": med_ratio, "window_steps": fixed[0]["window_steps"],
             "outlier_steps_in_window": sum(r["outlier_steps"] for r in base + fixed),
@@ -168,8 +200,15 @@ def format_row(r: dict) -> str:
         return f"{r['row']:<20} {r['fix']:<12} skipped: {r['skipped']}"
     mark = "" if r["speedup"] >= r["goal"] else "  (goal missed)"
     comp = f", compile {r['compile_s']:.1f} s (excluded)" if r.get("compile_s") is not None else ""
+    if r.get("break_even_step") is not None:
+        comp += f", pays off after step {r['break_even_step']}"
+
+    def x(v):
+        return "n/a" if v is None else f"{v:.2f}x"
+    ratios = (f"  [haiprof said {x(r.get('reported_speedup'))}, own clock {x(r.get('own_clock_speedup'))}, "
+              f"wall {x(r.get('wall_speedup'))}]")
     return (f"{r['row']:<20} {r['fix']:<12} {r['base_steps_s']:>7.2f} ({r['base_spread']}) "
-            f"{r['fixed_steps_s']:>7.2f} ({r['fixed_spread']}) {r['speedup']:>6.2f}x ({r['pair_ratio_spread']}) "
+            f"{r['fixed_steps_s']:>7.2f} ({r['fixed_spread']}) {r['speedup']:>6.2f}x ({r['pair_ratio_spread']}){ratios} "
             f"{r['goal']:>4.1f}x  wall {r['base_wall_s']:.1f}/{r['fixed_wall_s']:.1f} s  "
             f"load {r['load_before']}->{r['load_after']}  {r['verdict']}, {r['fix_status']}, "
             f"guard {'/'.join(r['loss_guard'])}{comp}; median-step ratio {r['speedup_of_median_step']:.2f}x, "

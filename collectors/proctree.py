@@ -61,6 +61,35 @@ def tree(root_pid: int, proc_root: str = "/proc", exclude: set | None = None) ->
     return out
 
 
+# torch.compile's worker processes (inductor's SubprocPool: `python .../torch/_inductor/compile_worker/__main__.py
+# --pickler=... --kind=fork --workers=N --parent=PID ...`, and the pool it forks) are children of the training
+# process, but no DataLoader workers.
+COMPILE_WORKER_MARKS = ("torch/_inductor/compile_worker", "torch._inductor.compile_worker")
+
+
+def is_compile_worker(cmdline: list[str]) -> bool:
+    return any(m in arg for arg in cmdline[:3] for m in COMPILE_WORKER_MARKS)
+
+
+def cmdline(pid: int, proc_root: str = "/proc") -> list[str]:
+    """/proc/<pid>/cmdline as argv (NUL-separated); [] when unreadable (exited, or a kernel thread)."""
+    try:
+        raw = (Path(proc_root) / str(pid) / "cmdline").read_bytes()
+    except OSError:
+        return []
+    return [x.decode("utf-8", "replace") for x in raw.split(b"\0") if x]
+
+
+def split_compile_workers(root_pid: int, pids: list[int], proc_root: str = "/proc",
+                          exclude: set | None = None) -> set[int]:
+    """The pids of `pids` (a tree from tree()) that are torch.compile workers or descend from one."""
+    roots = {p for p in pids if p != root_pid and is_compile_worker(cmdline(p, proc_root))}
+    if not roots:
+        return set()
+    rest = set(tree(root_pid, proc_root, (exclude or set()) | roots))
+    return {p for p in pids if p not in rest}
+
+
 def parse_cpulist(text: str) -> set[int]:
     """'0-3,8,10-11' -> {0,1,2,3,8,10,11} (the kernel's cpulist format, lib/bitmap.c)."""
     cpus: set[int] = set()

@@ -2,13 +2,15 @@
 
 Runs in the sampler side process (haiprof/runtime/sidecar.py), never on the training thread. Counters are
 recorded as cumulative values; rates are derived by the analyzers. Children that exit keep their last counters ("retired"), so
-a DataLoader worker that finishes does not make the tree's totals go backwards.
+a DataLoader worker that finishes does not make the tree's totals go backwards. torch.compile's worker processes
+(and their pool) are counted apart (`compile_procs`, `cpu_compile_pct`), never as DataLoader workers: `procs` and
+`cpu_children_pct` are the training process and its other children.
 """
 from __future__ import annotations
 
 import os
 
-from .proctree import tree
+from .proctree import split_compile_workers, tree
 
 
 class SystemSampler:
@@ -22,6 +24,7 @@ class SystemSampler:
         self._procs: dict = {}
         self._last_io: dict = {}
         self._retired_io = [0, 0]
+        self._compile: set = set()
         psutil.cpu_percent(percpu=True)  # prime: the first call has no interval to measure against
 
     @staticmethod
@@ -36,7 +39,9 @@ class SystemSampler:
         ps = self._psutil
         live = {}
         # proctree walks /proc/<pid>/task/*/children; psutil's children(recursive=True) scans every /proc/*/stat.
-        for pid in tree(self.root.pid, exclude=self.exclude):
+        pids = tree(self.root.pid, exclude=self.exclude)
+        self._compile = split_compile_workers(self.root.pid, pids, exclude=self.exclude)
+        for pid in pids:
             proc = self._procs.get(pid)   # reuse: cpu_percent needs the previous call's state
             if proc is None:
                 try:
@@ -56,7 +61,8 @@ class SystemSampler:
         cpu_main = cpu_children = 0.0
         rss = 0
         read_b, write_b = self._retired_io
-        nprocs = 0
+        nprocs = ncompile = 0
+        cpu_compile = 0.0
         for p in self._tree():
             try:
                 with p.oneshot():
@@ -69,8 +75,12 @@ class SystemSampler:
                         pass
             except ps.Error:
                 continue
-            nprocs += 1
             rss += mem
+            if p.pid in self._compile:
+                ncompile += 1
+                cpu_compile += cpu
+                continue
+            nprocs += 1
             if p.pid == self.root.pid:
                 cpu_main += cpu
             else:
@@ -80,6 +90,7 @@ class SystemSampler:
             write_b += w
         rec = {
             "cpu_main_pct": cpu_main, "cpu_children_pct": cpu_children, "procs": nprocs,
+            "compile_procs": ncompile, "cpu_compile_pct": cpu_compile,
             "rss_bytes": rss, "proc_read_bytes": read_b, "proc_write_bytes": write_b,
             "cpu_cores_pct": ps.cpu_percent(percpu=True),
         }

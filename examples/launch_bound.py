@@ -5,6 +5,7 @@ less time than dispatching them, so the step is framework overhead rather than c
 haiprof import. `haiprof run examples/launch_bound.py` should call it launch-bound.
 """
 import argparse
+import time
 
 import torch
 from torch import nn
@@ -40,12 +41,21 @@ def main():
     # Adam with torch's CPU default, the per-parameter loop: one small update per tensor (foreach is the CUDA default).
     opt = torch.optim.Adam(model.parameters(), lr=1e-3)
     loss_fn = nn.CrossEntropyLoss()
+    ticks = []   # the script's own clock: end of every step
     for step, (xb, yb) in enumerate(loader):
         opt.zero_grad()
         loss = loss_fn(model(xb), yb)
         loss.backward()
         opt.step()
+        ticks.append(time.perf_counter())
         print(f"step {step} loss {loss.item():.6f}")
+
+    # Mean step time by this script's own clock, past warm-up, compilation and the profiler's window (the first
+    # quarter of the steps, at least 6): benchmarks/fixes.py compares haiprof's ratios with it.
+    skip = max(6, len(ticks) // 4)
+    if len(ticks) > skip + 1:
+        n = len(ticks) - 1 - skip
+        print(f"OWN_CLOCK steps={n} step_ms={(ticks[-1] - ticks[skip]) / n * 1e3:.3f}")
 
 
 if __name__ == "__main__":

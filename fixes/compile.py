@@ -1,6 +1,9 @@
 """compile: torch.compile of the model (inductor generates fused kernels), without touching the script.
 
-The model is found at its first root call (see _root.py); from the next call on its forward is the compiled one
+The model is the root module (see _root.py) that a backward first runs through: whether it trains is decided at
+its first backward, not at its first call, since scripts often evaluate first (nanoGPT's estimate_loss runs the
+model in eval mode under no_grad before training). A grad hook on the output of each root call made with grad
+enabled fires when backward reaches it; from the model's next call on its forward is the compiled one
 (`module.forward = torch.compile(module.forward)`, an instance attribute, so the module object the script holds
 is unchanged and the global hooks around it still run eagerly). Compilation happens inside the first compiled
 steps; its time is taken from dynamo's own compile counters and reported separately, so it is not mistaken for
@@ -16,6 +19,7 @@ from ._root import RootForwardHooks
 ID = "compile"
 VARIANTS: tuple = ()   # takes no ID=VARIANT (checked by parse_spec before the run)
 NOT_TRIGGERED = "no module with trainable parameters was called"
+INFERENCE_ONLY = "the model never ran backward (inference only): nothing to train faster"
 
 
 def dynamo_compile_seconds() -> float | None:
@@ -42,6 +46,47 @@ def compile_model(ctx: FixContext, module, mode: str | None, torch) -> str:
     return f"torch.compile(mode={mode or 'default'!r})"
 
 
+def _first_grad_tensor(obj, torch, depth: int = 0):
+    """The first tensor in a module's output that backward can run through (outputs may be tuples, dicts, or
+    objects such as Hugging Face's ModelOutput, which is a dict)."""
+    if isinstance(obj, torch.Tensor):
+        return obj if obj.requires_grad else None
+    if depth > 3:
+        return None
+    items = obj.values() if isinstance(obj, dict) else obj if isinstance(obj, (list, tuple)) else ()
+    for x in items:
+        t = _first_grad_tensor(x, torch, depth + 1)
+        if t is not None:
+            return t
+    return None
+
+
+def when_model_trains(ctx: FixContext, torch, decide, done: dict) -> None:
+    """Call decide(module) once, when a backward first runs through a root call of a model; done["seen"] is the
+    first model called at all (for the "inference only" reason), done["compiled"] is set by decide."""
+    safe_decide = ctx.safely(decide)
+
+    def on_pre(module, args):
+        done.setdefault("seen", module)
+        return None
+
+    def on_post(module, args, output):
+        if done.get("compiled") or not torch.is_grad_enabled():
+            return None
+        t = _first_grad_tensor(output, torch)
+        if t is None:     # an eval pass (no_grad, or nothing to differentiate): not a training call
+            return None
+
+        def on_grad(grad):
+            safe_decide(module)
+            return None
+
+        t.register_hook(on_grad)
+        return None
+
+    RootForwardHooks(on_pre, on_post).install(ctx)
+
+
 def install(ctx: FixContext, mode_for=None) -> None:
     import torch
 
@@ -53,13 +98,10 @@ def install(ctx: FixContext, mode_for=None) -> None:
         state.skipped("this torch has no torch.compile")
         return
 
-    def on_pre(module, args):
-        if done:
-            return None
-        done["module"] = module
-        if not module.training:
-            state.skipped("the model is in eval mode (inference): nothing to train faster", type(module).__name__)
-            return None
+    def decide(module):
+        if done.get("compiled"):
+            return
+        done["compiled"] = module
         mode = None
         on_cuda = next(module.parameters()).is_cuda
         if wants_graphs and on_cuda and cuda_available(torch):
@@ -68,8 +110,10 @@ def install(ctx: FixContext, mode_for=None) -> None:
         state.details["compile_s_before"] = before
         how = compile_model(ctx, module, mode, torch)
         state.details["compiled_at"] = time.monotonic_ns()
-        state.applied(type(module).__name__, how + ", from the second call on", mode=mode or "default")
-        return None
+        state.applied(type(module).__name__, how + ", decided at its first backward, compiled from its next call "
+                      "on" + ("" if module.training else " (the model trains in eval mode)"), mode=mode or "default")
+
+    when_model_trains(ctx, torch, decide, done)
 
     def finish():
         after = dynamo_compile_seconds()
@@ -83,11 +127,12 @@ def install(ctx: FixContext, mode_for=None) -> None:
                 state.skipped("torch.compile produced no graph (compile errors fall back to eager)")
         state.details.pop("compiled_at", None)
         state.details.pop("compile_s_before", None)
+        if "seen" in done and not done.get("compiled"):
+            state.skipped(INFERENCE_ONLY, type(done["seen"]).__name__)
 
     # A compile failure (no C++ compiler, an unsupported op) must fall back to eager, not end the training run.
     import torch._dynamo
     saved = torch._dynamo.config.suppress_errors
     torch._dynamo.config.suppress_errors = True
     ctx.on_undo(lambda: setattr(torch._dynamo.config, "suppress_errors", saved))
-    RootForwardHooks(on_pre).install(ctx)
     ctx.on_undo(finish)

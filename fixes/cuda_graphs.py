@@ -7,8 +7,7 @@ when a shape changes (dynamo guards), so a shape change costs a recompile rather
 from __future__ import annotations
 
 from .base import FixContext, cuda_available
-from ._root import RootForwardHooks
-from .compile import compile_model
+from .compile import INFERENCE_ONLY, compile_model, when_model_trains
 
 ID = "cuda-graphs"
 VARIANTS: tuple = ()   # takes no ID=VARIANT (checked by parse_spec before the run)
@@ -26,18 +25,18 @@ def install(ctx: FixContext) -> None:
         state.details["via"] = "compile"
     done: dict = {}
 
-    def on_pre(module, args):
-        if done:
-            return None
-        done["module"] = module
+    def decide(module):
+        if done.get("compiled"):
+            return
+        done["compiled"] = module
         if not next(module.parameters()).is_cuda:
             state.skipped("the model's parameters are not on a CUDA device", type(module).__name__)
-            return None
+            return
         if "compile" in ctx.requested:
             state.applied(type(module).__name__, "through the compile fix, in mode 'reduce-overhead'")
-            return None
+            return
         how = compile_model(ctx, module, "reduce-overhead", torch)
-        state.applied(type(module).__name__, how + ", from the second call on")
-        return None
+        state.applied(type(module).__name__, how + ", decided at its first backward, from its next call on")
 
-    RootForwardHooks(on_pre).install(ctx)
+    when_model_trains(ctx, torch, decide, done)
+    ctx.on_undo(lambda: "seen" in done and not done.get("compiled") and state.skipped(INFERENCE_ONLY))

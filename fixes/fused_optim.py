@@ -5,7 +5,9 @@ parameters of a group with one call per operation, and `fused` does the whole up
 chosen when every parameter is a floating tensor on a device torch has fused kernels for (CUDA, and CPU since
 torch 2.4: one C++ loop instead of ~10 dispatched ops per parameter, about 10x faster than the loop and 5x than
 foreach for many small tensors); foreach otherwise.
-The script's own choice wins: an explicit foreach=/fused= argument, or differentiable=True, is left alone.
+`--fix fused-optim` (or `--fix auto` choosing it) is the user asking for the fused update, so it overrides
+foreach=False / fused=False (or foreach=True, upgraded to fused) set by the script, and says so in its result;
+fused=True already, or differentiable=True (no foreach/fused path), is left alone.
 """
 from __future__ import annotations
 
@@ -78,8 +80,8 @@ def _wrap(cls, original_init, state, ctx, torch):
             return original_init(self, *args, **kwargs)
         a = bound.arguments
         target = cls.__name__
-        if a.get("foreach") is not None or a.get("fused") is not None:
-            state.skipped("the script sets foreach=/fused= explicitly", target)
+        if a.get("fused"):
+            state.skipped("the script already uses fused=True", target)
             return original_init(self, *args, **kwargs)
         if a.get("differentiable"):
             state.skipped("differentiable=True has no foreach/fused path", target)
@@ -89,6 +91,14 @@ def _wrap(cls, original_init, state, ctx, torch):
         if mode is None:
             state.skipped(why, target)
             return original_init(*bound.args, **bound.kwargs)
+        if mode == "foreach" and a.get("foreach"):
+            state.skipped("the script already uses foreach=True and no fused kernel fits", target)
+            return original_init(*bound.args, **bound.kwargs)
+        script_set = {k: a[k] for k in ("foreach", "fused") if a.get(k) is not None}
+        if script_set:   # asked for by --fix: the user's request beats the script's default choice; say so
+            why += "; overrides the script's " + ", ".join(f"{k}={v}" for k, v in script_set.items())
+            for k in script_set:
+                a.pop(k)
         a[mode] = True
         try:
             result = original_init(*bound.args, **bound.kwargs)
@@ -102,7 +112,8 @@ def _wrap(cls, original_init, state, ctx, torch):
                     return result
                 except (RuntimeError, ValueError):
                     a.pop("foreach")
-            state.skipped(f"{mode}=True rejected by torch ({e}); default implementation kept", target)
+            a.update(script_set)   # back to exactly what the script asked for
+            state.skipped(f"{mode}=True rejected by torch ({e}); the script's implementation kept", target)
             return original_init(*bound.args, **bound.kwargs)
         state.applied(target, f"{mode}=True ({why})", mode=mode)
         return result

@@ -91,6 +91,61 @@ def choose_workers(cpu_fraction: float | None, cores: int) -> tuple[int, str]:
                f"on {cores} core(s), more than cores since waiting workers use no CPU")
 
 
+def workers_for_cost(fetch_s: float, ipc_s: float, compute_s: float | None, cpu_fraction: float | None,
+                     cores: int) -> tuple[int | None, str]:
+    """Workers from the measured cost per batch: fetch_s to load one batch in-process, ipc_s to move it between
+    processes (bytes per batch x measured copy cost: the worker writes it to shared memory, the training process
+    reads and pins it), compute_s the rest of the step (from the diagnosis). Enough workers that the batches keep
+    up with compute, (fetch + ipc) / n <= compute, within what the loading can use (cores when it computes,
+    MAX_WORKERS when it waits); 0 when moving a batch costs the training process as much as loading it; None
+    (use the core-count rule) when compute_s is unknown."""
+    if compute_s is None or compute_s <= 0 or fetch_s <= 0:
+        return None, "no measured step to size the workers against"
+    if ipc_s >= fetch_s:
+        return 0, (f"moving each batch between processes ({ipc_s * 1e3:.1f} ms) costs as much as loading it "
+                   f"({fetch_s * 1e3:.1f} ms): workers would not help")
+    need = max(1, -(-(fetch_s + ipc_s) // compute_s))
+    cap = cores if cpu_fraction is None or cpu_fraction >= CPU_BOUND_FRACTION else \
+        min(MAX_WORKERS, WAIT_WORKERS_PER_CORE * cores)
+    n = int(min(need, cap))
+    return n, (f"{n} worker(s): a batch costs {fetch_s * 1e3:.1f} ms to load + {ipc_s * 1e3:.1f} ms to move "
+               f"between processes against {compute_s * 1e3:.1f} ms of compute per step"
+               + (f" (capped at {cap})" if need > cap else ""))
+
+
+def sample_bytes(sample) -> int:
+    """Bytes of the tensors (and numpy arrays) in one sample."""
+    if hasattr(sample, "nbytes") and not isinstance(sample, (list, tuple, dict)):
+        try:
+            return int(sample.nbytes)
+        except TypeError:
+            return 0
+    items = sample.values() if isinstance(sample, dict) else sample if isinstance(sample, (list, tuple)) else ()
+    return sum(sample_bytes(x) for x in items)
+
+
+def copy_seconds_per_byte(nbytes: int, torch) -> float:
+    """Measured cost of moving bytes between processes: one copy into a shared-memory tensor (what a worker's
+    collate does) and one more (pinning in the training process), timed on min(nbytes, 64 MiB)."""
+    n = max(1 << 16, min(int(nbytes), 64 << 20))
+    src = torch.empty(n, dtype=torch.uint8)
+    dst = torch.empty(n, dtype=torch.uint8).share_memory_()
+    t0 = time.perf_counter()
+    dst.copy_(src)
+    src.copy_(dst)
+    return (time.perf_counter() - t0) / n
+
+
+def compute_s_from(diagnosis: dict) -> float | None:
+    """Seconds per step not spent waiting for input, from the diagnosis run's summary (None without one)."""
+    st = (diagnosis or {}).get("step_time_s") or {}
+    steady = st.get("steady") or st.get("median")
+    share = (diagnosis or {}).get("phase_share") or {}
+    if not steady:
+        return None
+    return steady * max(0.05, 1.0 - (share.get("dataloader") or 0.0) - (share.get("h2d") or 0.0))
+
+
 def _shards_itself(dataset) -> bool:
     # An IterableDataset must split its stream by get_worker_info(), or every worker yields the same data.
     try:
@@ -147,6 +202,14 @@ def install(ctx: FixContext) -> None:
                 return None
         frac = None if isinstance(dataset, IterableDataset) else probe_cpu_fraction(dataset)
         n, why = choose_workers(frac, cores)
+        measured = None if isinstance(dataset, IterableDataset) else _measured_cost(dataset, a)
+        if measured is not None:
+            m, mwhy = workers_for_cost(*measured, compute_s_from(ctx.diagnosis), frac, cores)
+            if m == 0:
+                state.skipped(mwhy, target)
+                return None
+            if m is not None:
+                n, why = m, mwhy
         if frac is not None and frac >= CPU_BOUND_FRACTION and cores < 2:
             state.skipped(f"CPU-bound loading with {cores} available core: workers would compete with training",
                           target)
@@ -160,6 +223,28 @@ def install(ctx: FixContext) -> None:
                       num_workers=n, cpu_fraction=frac, cores=cores, **{k: v for k, v in new.items()
                                                                          if k != "num_workers"})
         return new
+
+    def _measured_cost(dataset, a: dict) -> tuple[float, float] | None:
+        """(seconds to load one batch in-process, seconds to move it between processes), measured on a few
+        samples; None when the dataset has no length."""
+        try:
+            size = len(dataset)
+        except TypeError:
+            return None
+        if not size:
+            return None
+        batch = a.get("batch_size") or 1
+        idx = [int(i * size / PROBE_SAMPLES) for i in range(min(PROBE_SAMPLES, size))]
+        t0 = time.perf_counter()
+        nbytes = 0
+        for i in idx:
+            nbytes += sample_bytes(dataset[i])
+            if time.perf_counter() - t0 > PROBE_BUDGET_S:
+                idx = idx[:idx.index(i) + 1]
+                break
+        per_sample_s = (time.perf_counter() - t0) / len(idx)
+        per_batch_bytes = nbytes / len(idx) * batch
+        return per_sample_s * batch, per_batch_bytes * copy_seconds_per_byte(per_batch_bytes, torch)
 
     decide = ctx.safely(_decide)
     ctx.patch(DataLoader, "__init__", patched_init)

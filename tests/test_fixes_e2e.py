@@ -128,3 +128,53 @@ def test_unknown_fix_is_one_line_error(tmp_path):
     assert r.stderr.strip() == ("haiprof: error: unknown fix 'turbo' (known: prefetch, fused-optim, amp, compile, "
                                 "cuda-graphs, compress, bucket, or auto)")
     assert not (tmp_path / "r").exists()
+
+
+def test_a_fix_that_slows_the_step_is_said_first_and_skipped_by_auto(tmp_path):
+    # Same command line each time. The fixed run is made slower from outside (an extra sleep per step, read from
+    # the environment), as a fix that slows the step would: a real, measured regression.
+    args = ["--steps", "10", "--latency-ms", "3"]
+    base = tmp_path / "base"
+    r = run_haiprof("run", "--quiet", "--out", base, WORKLOAD, *args)
+    assert r.returncode == 0, r.stderr
+    assert load_summary(base)["bottleneck"] == "io"
+    slow = tmp_path / "slow"
+    r = run_haiprof("run", "--fix", "prefetch", "--out", slow, WORKLOAD, *args,
+                    env={"FIX_WORKLOAD_STEP_SLEEP_MS": "150"}, timeout=400)
+    assert r.returncode == 0, r.stderr
+    s = load_summary(slow)
+    gain = s["fixes"]["gain"]
+    assert gain["regression"] and gain["applied"] == ["prefetch"] and gain["speedup"] < 0.97, gain
+    # the speedup reported is the ratio of the two runs' steady step times
+    assert gain["speedup"] == pytest.approx(load_summary(base)["step_time_s"]["steady"] / s["step_time_s"]["steady"])
+    assert gain["wall_time_before_s"] > 0 and gain["wall_time_after_s"] > 0
+    first = [x for x in r.stderr.splitlines() if x.startswith("haiprof:")][0]
+    assert first.startswith("haiprof: WARNING: prefetch made each step") and "not recommended" in first, r.stderr
+    assert s["findings"][0]["kind"] == "fix-regression"
+    html = (slow / "report.html").read_text()
+    assert 'id="fix-regression"' in html and html.index('id="fix-regression"') < html.index('id="fix-results"')
+    # the next --fix auto leaves prefetch out, and says why
+    auto = tmp_path / "auto"
+    r = run_haiprof("run", "--fix", "auto", "--out", auto, WORKLOAD, *args, timeout=400)
+    assert r.returncode == 0, r.stderr
+    fx = load_summary(auto)["fixes"]
+    assert fx["requested"] == [] and [c["id"] for c in fx["excluded"]] == ["prefetch"], fx
+    assert "slower" in fx["excluded"][0]["reason"] and str(slow.resolve()) in fx["excluded"][0]["reason"]
+    assert "left out prefetch" in r.stderr
+    assert probe(r.stdout)["num_workers"] == 0
+
+
+def test_eval_first_script_gets_compile_applied(runs):
+    out, r = fixed_run(runs, "eval-first", "compile", "--steps", "6", "--eval-first")
+    res = results(load_summary(out))
+    assert res["compile"]["status"] == "applied" and "first backward" in res["compile"]["reason"], res
+    assert probe(r.stdout)["forward_compiled"] is True
+
+
+def test_explicit_fused_optim_overrides_foreach_false(runs):
+    out, r = fixed_run(runs, "fused-over-foreach", "fused-optim", "--steps", "12", "--foreach", "false")
+    res = results(load_summary(out))
+    assert res["fused-optim"]["status"] == "applied" and "overrides the script's foreach=False" in \
+        res["fused-optim"]["reason"], res
+    p = probe(r.stdout)
+    assert p["fused"] is True and not p["foreach"]

@@ -111,10 +111,24 @@ def test_fused_optim_makes_cpu_optimizers_fused(cls):
         res = _result(fixes, "fused-optim")
     # torch has fused CPU kernels for SGD/Adam/AdamW (one call for the whole update)
     assert opt.param_groups[0]["fused"] is True and len(opt.param_groups[0]["params"]) == 2
-    assert explicit.param_groups[0]["foreach"] is False
+    # --fix fused-optim is what the user asked for: it overrides the script's foreach=False, and says so
+    assert explicit.param_groups[0]["fused"] is True and not explicit.param_groups[0]["foreach"]
     assert res["status"] == "applied" and "fused=True" in res["reason"]
-    assert any("explicitly" in e["reason"] for e in res["events"])
+    assert any("overrides the script's foreach=False" in e["reason"] for e in res["events"])
     assert cls(model.parameters(), lr=0.1).param_groups[0]["foreach"] is None   # undone
+
+
+def test_fused_optim_leaves_fused_and_differentiable_alone():
+    model = nn.Linear(4, 2)
+    fixes = install_fixes({"fused-optim": None})
+    try:
+        fused = torch.optim.Adam(model.parameters(), lr=0.1, fused=True)
+        diff = torch.optim.SGD(model.parameters(), lr=0.1, differentiable=True)
+    finally:
+        res = _result(fixes, "fused-optim")
+    assert fused.param_groups[0]["fused"] is True and not diff.param_groups[0].get("fused")
+    assert res["status"] == "skipped"
+    assert "already uses fused=True" in res["reason"] and "differentiable" in res["reason"]
 
 
 def test_fused_optim_foreach_where_no_fused_kernel():
@@ -229,3 +243,40 @@ def test_compare_summaries_phases_and_verdict():
     assert c["phases"]["dataloader"]["delta_s"] == pytest.approx(-0.1)
     text = "\n".join(text_lines(c))
     assert "2.00x" in text and "io -> compute (changed)" in text
+
+
+def _compiled(model) -> bool:
+    return hasattr(model.__dict__.get("forward"), "_torchdynamo_orig_callable")
+
+
+def test_compile_decides_at_first_backward_not_first_call():
+    # nanoGPT-style: an eval pass (eval mode, no_grad) before training must not make the fix give up.
+    model = nn.Sequential(nn.Linear(8, 8), nn.ReLU(), nn.Linear(8, 1))
+    fixes = install_fixes({"compile": None})
+    try:
+        model.eval()
+        with torch.no_grad():
+            model(torch.randn(4, 8))
+        assert not _compiled(model)
+        model.train()
+        out = model(torch.randn(4, 8))
+        assert not _compiled(model)                # a forward alone is not training yet
+        out.square().mean().backward()
+        assert _compiled(model)                    # the first backward decided: compiled from the next call on
+    finally:
+        res = _result(fixes, "compile")
+    assert res["status"] == "applied" and "first backward" in res["reason"], res
+    assert not _compiled(model)                    # undone
+
+
+def test_compile_skips_inference_only_scripts():
+    model = nn.Linear(8, 1)
+    fixes = install_fixes({"compile": None})
+    try:
+        model(torch.randn(2, 8)).detach()          # grad enabled, but no backward ever runs
+        with torch.no_grad():
+            model(torch.randn(2, 8))
+    finally:
+        res = _result(fixes, "compile")
+    assert not _compiled(model)
+    assert res["status"] == "skipped" and "never ran backward" in res["reason"], res

@@ -7,10 +7,13 @@ from __future__ import annotations
 
 import json
 
+from haiprof.analyzers import fix_gain
+from haiprof.analyzers import thresholds as T
 from haiprof.analyzers.compare import compare_summaries, text_lines
 from haiprof.analyzers.loss_guard import compare_losses
+from haiprof.analyzers.steps import build_steps
 
-from ..rundir import RunDir
+from ..rundir import RunDir, iter_records
 
 FIXES_FILE = "fixes.json"
 LOSSES_FILE = "losses.json"
@@ -28,6 +31,23 @@ def read_losses(run_dir: RunDir) -> list | None:
     return data.get("losses") if isinstance(data, dict) else None
 
 
+def step_durations(run_dir: RunDir, summary: dict) -> list[float]:
+    """Seconds per step in order, after warm-up and outside the tracing window: the device clock on CUDA runs
+    (summary `device.per_step`), the host's otherwise. The compile cost is read from the leading ones."""
+    per = (summary.get("device") or {}).get("per_step")
+    if per:
+        return [x["duration_s"] for x in per[T.WARMUP_STEPS:] if not x.get("traced")]
+    try:
+        steps, _ = build_steps(iter_records(run_dir.read_phase_records()))
+    except (OSError, ValueError):
+        return []
+    return [st.duration_ns / 1e9 for st in steps[T.WARMUP_STEPS:] if not st.traced]
+
+
+def applied_ids(fixes: dict) -> list[str]:
+    return [r["id"] for r in (fixes.get("results") or []) if r.get("status") == "applied"]
+
+
 def add_fix_results(run_dir: RunDir, meta: dict, summary: dict) -> None:
     if meta.get("end_time") and meta.get("start_time"):
         summary["wall_time_s"] = round(meta["end_time"] - meta["start_time"], 3)
@@ -39,6 +59,7 @@ def add_fix_results(run_dir: RunDir, meta: dict, summary: dict) -> None:
         "requested": list((fixes.get("requested") or {}).keys()), "spec": fixes.get("spec"),
         "source": fixes.get("source"), "diagnosis_run": fixes.get("diagnosis_run"),
         "baseline_run": fixes.get("baseline_run"), "note": fixes.get("note"),
+        "ranked": fixes.get("ranked") or [], "excluded": fixes.get("excluded") or [],
         "results": results if results is not None else [
             {"id": k, "status": "unknown", "reason": "the run ended before the fixes reported"}
             for k in (fixes.get("requested") or {})],
@@ -57,6 +78,14 @@ def add_fix_results(run_dir: RunDir, meta: dict, summary: dict) -> None:
     cmp = compare_summaries(base_summary, summary)
     cmp["baseline_run"] = base
     summary["comparison"] = cmp
+    gain = fix_gain.fix_gain(cmp["before"], cmp["after"], applied_ids(summary["fixes"]),
+                             step_durations(rd, base_summary), step_durations(run_dir, summary))
+    summary["fixes"]["gain"] = gain
+    if gain["regression"]:
+        summary["findings"].insert(0, {
+            "kind": "fix-regression", "severity": "high", "share": 0.0, "message": gain["message"],
+            "evidence": {k: gain[k] for k in ("applied", "step_time_before_s", "step_time_after_s", "slower_pct")},
+            "fixes": []})
     guard = compare_losses(read_losses(rd) or [], read_losses(run_dir) or [])
     summary["loss_guard"] = guard
     if guard["status"] == "diverged":
@@ -66,18 +95,32 @@ def add_fix_results(run_dir: RunDir, meta: dict, summary: dict) -> None:
             "evidence": guard, "fixes": []})
 
 
+def regression_lines(summary: dict) -> list[str]:
+    """A fix that made the step slower: the first thing haiprof says about the run (report.finish)."""
+    gain = (summary.get("fixes") or {}).get("gain") or {}
+    if not gain.get("message"):
+        return []
+    return [f"haiprof: WARNING: {gain['message']}; `--fix auto` will not choose it again for this command"]
+
+
 def console_lines(summary: dict) -> list[str]:
     fx = summary.get("fixes")
     if not fx:
         return []
+    gain = fx.get("gain") or {}
     lines = [f"haiprof: fixes ({fx.get('source')}): {fx['note']}" if fx.get("note") else
              f"haiprof: fixes ({fx.get('source')}):"]
+    for c in fx.get("ranked") or []:
+        lines.append(f"haiprof:   chose {c['id']} (expected {c['expected_speedup']:.2f}x): {c['reason']}")
+    for c in fx.get("excluded") or []:
+        lines.append(f"haiprof:   left out {c['id']}: {c['reason']}")
     for r in fx.get("results") or []:
         compile_s = (r.get("details") or {}).get("compile_s")
         extra = f" (compile time {compile_s:.1f} s, in the first compiled steps)" if compile_s else ""
         lines.append(f"haiprof:   {r['id']}: {r['status']}, {r.get('reason')}{extra}")
     if summary.get("comparison"):
         lines.append(f"haiprof: before/after against {summary['comparison']['baseline_run']}:")
+        lines += [f"haiprof:   {line}" for line in fix_gain.text_lines(gain) if not line.startswith("WARNING")]
         lines += [f"haiprof:   {line}" for line in text_lines(summary["comparison"])]
     elif fx.get("comparison_note"):
         lines.append(f"haiprof: {fx['comparison_note']}")

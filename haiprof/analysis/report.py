@@ -18,7 +18,7 @@ def finish(run_dir: RunDir, quiet: bool = False) -> dict | None:
     """Analyse and render; a failure here is one line on stderr, never the user's exit code."""
     from ..render import console, html
     from . import ranks
-    from .fix_results import console_lines
+    from .fix_results import console_lines, regression_lines
     from .summary import analyze
 
     # A distributed job's directory holds one sub-directory per rank and gets the merged report.
@@ -31,6 +31,7 @@ def finish(run_dir: RunDir, quiet: bool = False) -> dict | None:
         _say(f"haiprof: could not write the report in {run_dir.path}: {type(e).__name__}: {e}")
         return None
     if not quiet:
-        for line in console.verdict_lines(data.summary, report) + console_lines(data.summary):
+        for line in regression_lines(data.summary) + console.verdict_lines(data.summary, report) + \
+                console_lines(data.summary):
             _say(line)
     return data.summary

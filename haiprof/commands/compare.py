@@ -10,6 +10,8 @@ import json
 import sys
 
 from haiprof.analyzers.compare import compare_summaries, text_lines
+from haiprof.analyzers.fix_gain import fix_gain
+from haiprof.analyzers.fix_gain import text_lines as fix_gain_lines
 from haiprof.analyzers.loss_guard import compare_losses
 
 from ..rundir import RunDir
@@ -40,17 +42,25 @@ def cmd_compare(argv: list[str]) -> int:
     b.read_meta()
     sa, sb = load_summary(a), load_summary(b)
     cmp = compare_summaries(sa, sb)
+    from ..analysis.fix_results import applied_ids, step_durations
+    gain = fix_gain(cmp["before"], cmp["after"], applied_ids(sb.get("fixes") or {}),
+                    step_durations(a, sa), step_durations(b, sb))
     la, lb = read_losses(a), read_losses(b)
     guard = compare_losses(la, lb) if la is not None and lb is not None else None
     if ns.json:
-        print(json.dumps({"comparison": cmp, "loss_guard": guard}, indent=1, default=str))
+        print(json.dumps({"comparison": cmp, "gain": gain, "loss_guard": guard}, indent=1, default=str))
         return 0
+    if gain.get("message"):
+        print(f"WARNING: {gain['message']}")
     print(f"A (before): {a.path}  [{sa.get('bottleneck')}] {sa.get('headline')}")
     print(f"B (after):  {b.path}  [{sb.get('bottleneck')}] {sb.get('headline')}")
     for run, s in (("B", sb),):
         fx = s.get("fixes")
         if fx:
             print(f"fixes in {run}: " + ", ".join(f"{r['id']} {r['status']}" for r in fx.get("results") or []))
+    for line in fix_gain_lines(gain):
+        if not line.startswith("WARNING"):
+            print(line)
     for line in text_lines(cmp):
         print(line)
     if guard is not None:

@@ -24,7 +24,7 @@ def _comparison(cmp: dict) -> str:
     a, b = cmp["before"], cmp["after"]
     speed = f"{cmp['speedup']:.2f}×" if cmp.get("speedup") else "n/a"
     rows = [
-        f"<tr><td>median step time</td><td>{_ms(a['step_time_s'])}</td><td>{_ms(b['step_time_s'])}</td>"
+        f"<tr><td>steady step time</td><td>{_ms(a['step_time_s'])}</td><td>{_ms(b['step_time_s'])}</td>"
         f"<td>{speed}</td></tr>",
         f"<tr><td>throughput (steps/s)</td><td>{(a['steps_per_s'] or 0):.2f}</td>"
         f"<td>{(b['steps_per_s'] or 0):.2f}</td><td></td></tr>",
@@ -40,18 +40,44 @@ def _comparison(cmp: dict) -> str:
             f"<tr><th></th><th>before</th><th>after</th><th>change</th></tr>{''.join(rows)}</table>")
 
 
+def _gain(g: dict) -> str:
+    """Wall time of both runs and, for compile-type fixes, the compile cost and the break-even step."""
+    rows = []
+    if g.get("wall_time_before_s") and g.get("wall_time_after_s"):
+        same = g.get("steps_before") == g.get("steps_after")
+        ratio = f"{g['wall_speedup']:.2f}×" if same and g.get("wall_speedup") else "different step counts"
+        rows.append(f"<tr><td>whole run wall time</td><td>{g['wall_time_before_s']:.1f} s "
+                    f"({esc(g.get('steps_before'))} steps)</td><td>{g['wall_time_after_s']:.1f} s "
+                    f"({esc(g.get('steps_after'))} steps)</td><td>{esc(ratio)}</td></tr>")
+    c = g.get("compile") or {}
+    if c.get("cost_s") is not None:
+        n = c.get("break_even_step")
+        pay = "never (no step is faster)" if n is None else f"pays for itself after step {n}"
+        rows.append(f"<tr><td>compile cost</td><td></td><td>{c['cost_s']:.1f} s</td><td>{esc(pay)}</td></tr>")
+    return f'<table class="grid" id="fix-gain">{"".join(rows)}</table>' if rows else ""
+
+
+def _ranked(fx: dict) -> str:
+    items = [f"<li><code>{esc(c['id'])}</code> (expected {c['expected_speedup']:.2f}×): {esc(c['reason'])}</li>"
+             for c in fx.get("ranked") or []]
+    items += [f"<li>left out <code>{esc(c['id'])}</code>: {esc(c['reason'])}</li>" for c in fx.get("excluded") or []]
+    return f'<ol id="fix-ranking">{"".join(items)}</ol>' if items else ""
+
+
 def section_fixes(d, figs):
     s = d.summary
     fx = s.get("fixes")
     if not fx:
         return ""
-    head = f"<p>Fixes ({esc(fx.get('source'))}): <code>{esc(fx.get('spec'))}</code></p>"
+    g = fx.get("gain") or {}
+    warn = f'<p class="warn" id="fix-regression"><b>{esc(g["message"])}</b></p>' if g.get("message") else ""
+    head = warn + f"<p>Fixes ({esc(fx.get('source'))}): <code>{esc(fx.get('spec'))}</code></p>" + _ranked(fx)
     if fx.get("note"):
         head += f"<p class='note'>{esc(fx['note'])}</p>"
     table = f'<table class="grid" id="fix-results">{_fix_rows(fx)}</table>' if fx.get("results") else ""
     body = ""
     if s.get("comparison"):
-        body += _comparison(s["comparison"])
+        body += _comparison(s["comparison"]) + _gain(g)
     elif fx.get("comparison_note"):
         body += f"<p class='note'>{esc(fx['comparison_note'])}</p>"
     g = s.get("loss_guard")

@@ -2,7 +2,9 @@
 
   --fix ID[,ID...]  the named fixes (ID=VARIANT picks a variant, e.g. compress=powersgd);
   --fix auto        the fixes the diagnosis recommends: the findings of the latest run of the same command in
-                    the output directory, or, when there is none, of a short diagnosis pass run first.
+                    the output directory, or, when there is none, of a short diagnosis pass run first; ranked by
+                    expected gain, each with its reason, leaving out fixes that earlier fixed runs of the same
+                    command showed to slow the step (analyzers/fix_choice.py).
 The baseline (for the before/after comparison and the loss guard) is the latest unfixed, finished run of the same
 command in the output directory; a diagnosis pass becomes that baseline.
 Files: fixes.json (plan, then results) and losses.json (every run, fixed or not) in the run directory.
@@ -37,6 +39,8 @@ class FixPlan:
     diagnosis_run: str | None = None
     baseline_run: str | None = None
     note: str | None = None
+    ranked: list = field(default_factory=list)     # --fix auto: chosen fixes, best expected gain first, with why
+    excluded: list = field(default_factory=list)   # --fix auto: recommended fixes left out, with why
 
 
 def target_key(meta: dict) -> tuple:
@@ -86,6 +90,20 @@ def find_baseline(parent: Path, key: tuple, exclude: Path | None = None) -> tupl
         if s is not None:
             return rd, s
     return None
+
+
+def fix_history(parent: Path, key: tuple, exclude: Path | None = None) -> list[dict]:
+    """Earlier fixed runs of the same command, newest first: which fixes acted and what they bought."""
+    out = []
+    for meta, rd in runs_of(parent, key, exclude):
+        if not meta.get("fixes_requested"):
+            continue
+        s = _usable(meta, rd)
+        fx = (s or {}).get("fixes") or {}
+        if fx.get("gain"):
+            out.append({"run": str(rd.path.resolve()), "applied": list(fx["gain"].get("applied") or []),
+                        "gain": fx["gain"]})
+    return out
 
 
 def recommended(summary: dict) -> dict:
@@ -144,9 +162,22 @@ def plan(opts, out_dir: Path, target_name: str, meta_key: tuple) -> FixPlan:
             prior = (rd, s)
             p.source = "auto: findings of a diagnosis run"
         p.diagnosis_run = str(prior[0].path.resolve())
-        p.requested = recommended(prior[1])
-        if not p.requested:
+        from haiprof.analyzers.fix_choice import rank
+        from haiprof.fixes import FIX_IDS
+        candidates = list(recommended(prior[1]))
+        p.ranked, p.excluded = rank(prior[1], candidates, fix_history(parent, meta_key, exclude=out_dir))
+        chosen = {c["id"] for c in p.ranked}
+        p.requested = {k: None for k in FIX_IDS if k in chosen}
+        if not candidates:
             p.note = f"the diagnosis found no bottleneck with a fix ({prior[1].get('bottleneck')}): nothing applied"
+        elif not p.requested:
+            p.note = "every fix the diagnosis recommends was left out (see why below): nothing applied"
+        if not opts.quiet:
+            for c in p.ranked:
+                print(f"haiprof: --fix auto: {c['id']} (expected {c['expected_speedup']:.2f}x): {c['reason']}",
+                      file=sys.stderr)
+            for c in p.excluded:
+                print(f"haiprof: --fix auto: left out {c['id']}: {c['reason']}", file=sys.stderr)
     else:
         try:
             p.requested = parse_spec(spec)
@@ -170,9 +201,10 @@ class FixSession:
         diagnosis = None
         if self.plan is not None:
             write_json_atomic(self.run_dir.file(FIXES_FILE), {**asdict(self.plan), "results": None})
-            if self.plan.diagnosis_run:
+            source = self.plan.diagnosis_run or self.plan.baseline_run   # explicit --fix: the baseline's numbers
+            if source:
                 try:
-                    diagnosis = RunDir(self.plan.diagnosis_run).read_summary()
+                    diagnosis = RunDir(source).read_summary()
                 except (OSError, ValueError):
                     diagnosis = None
             if self.plan.requested:

@@ -50,17 +50,29 @@ def main():
     ap.add_argument("--batch-size", type=int, default=16)
     ap.add_argument("--latency-ms", type=float, default=2.0)
     ap.add_argument("--optim", default="adam")
+    ap.add_argument("--foreach", choices=["false", "true"], help="pass foreach= to the optimizer explicitly")
+    ap.add_argument("--eval-first", action="store_true",
+                    help="evaluate (eval mode, no_grad) before training, as nanoGPT's estimate_loss does")
     args = ap.parse_args()
     torch.manual_seed(0)
     dim = 32
     loader = DataLoader(SlowDataset(args.steps * args.batch_size, dim, args.latency_ms / 1e3),
                         batch_size=args.batch_size, shuffle=True)
     model = Net(dim)
-    opt = (torch.optim.Adam(model.parameters(), lr=1e-2) if args.optim == "adam"
-           else torch.optim.SGD(model.parameters(), lr=0.05, momentum=0.9))
+    kw = {} if args.foreach is None else {"foreach": args.foreach == "true"}
+    opt = (torch.optim.Adam(model.parameters(), lr=1e-2, **kw) if args.optim == "adam"
+           else torch.optim.SGD(model.parameters(), lr=0.05, momentum=0.9, **kw))
+    if args.eval_first:
+        model.eval()
+        with torch.no_grad():
+            model(torch.randn(4, dim))
+        model.train()
     pids = set()
+    # A step made slower from outside (same command line): stands in for a fix that slows the step.
+    extra_s = float(os.environ.get("FIX_WORKLOAD_STEP_SLEEP_MS") or 0) / 1e3
     for x, y, pid in loader:
         pids.update(pid.tolist())
+        time.sleep(extra_s)
         opt.zero_grad()
         loss = nn.functional.cross_entropy(model(x), y)
         loss.backward()

@@ -1,0 +1,121 @@
+"""What a fix bought, as a user must see it: the steady-state step ratio, the whole-run wall time of both runs,
+and for compile-type fixes the compile cost and the step after which the fix has paid for itself. Pure functions
+on numbers from two summaries (and, for the compile cost, each run's step durations in order).
+
+- speedup: steady step time before / after (`step_time_s.steady`: warm-up, a slow compile start and traced
+  steps excluded). Both can be true at once: a 3.5x faster step and a slower run, when compilation took longer
+  than the steps it saved; so the wall time of both runs is always shown beside it.
+- compile cost: the extra time of the fixed run's leading slow steps over its steady step, less the same extra
+  of the baseline (its own warm-up), never below 0.
+- break-even step: the step N after which the fixed run has spent no more time in steps than the baseline would
+  have: cost / (before - after) per step saved, rounded up; None when the fix saves nothing per step.
+- regression: the steady step got slower by at least FIX_SLOWER (3%): said first and loudly, and `--fix auto`
+  does not choose those fixes again for that command.
+"""
+from __future__ import annotations
+
+import math
+
+from . import thresholds as T
+from .steps import leading_slow
+
+COMPILE_TYPE = ("compile", "cuda-graphs")
+
+
+def slow_start_extra_s(durations_s: list, steady_s: float | None) -> float:
+    """Seconds the leading slow steps took beyond the steady step time (0 when there is no slow start)."""
+    if not durations_s or not steady_s:
+        return 0.0
+    n = leading_slow(list(durations_s))
+    return sum(max(0.0, d - steady_s) for d in durations_s[:n])
+
+
+def compile_cost_s(before_durations: list, before_steady: float | None, after_durations: list,
+                   after_steady: float | None) -> float | None:
+    """Extra start-up time of the fixed run beyond the baseline's own warm-up; None without the fixed run's steps."""
+    if not after_durations or not after_steady:
+        return None
+    return max(0.0, slow_start_extra_s(after_durations, after_steady)
+               - slow_start_extra_s(before_durations or [], before_steady))
+
+
+def break_even_step(cost_s: float | None, before_steady: float | None, after_steady: float | None) -> int | None:
+    """Smallest step N at which cost_s has been won back by the per-step saving; None when nothing is saved."""
+    if cost_s is None or not before_steady or not after_steady or after_steady >= before_steady:
+        return None
+    if cost_s <= 0:
+        return 0
+    return math.ceil(cost_s / (before_steady - after_steady) - 1e-9)
+
+
+def _ratio(a, b):
+    return a / b if isinstance(a, (int, float)) and isinstance(b, (int, float)) and a > 0 and b > 0 else None
+
+
+def fix_gain(before: dict, after: dict, applied: list, before_durations: list | None = None,
+             after_durations: list | None = None) -> dict:
+    """before/after: {"step_time_s" (steady), "wall_time_s", "steps"}; applied: ids of the fixes that acted."""
+    b, a = before.get("step_time_s"), after.get("step_time_s")
+    speedup = _ratio(b, a)
+    out = {
+        "applied": list(applied),
+        "step_time_before_s": b, "step_time_after_s": a, "speedup": speedup,
+        "wall_time_before_s": before.get("wall_time_s"), "wall_time_after_s": after.get("wall_time_s"),
+        "steps_before": before.get("steps"), "steps_after": after.get("steps"),
+        "wall_speedup": _ratio(before.get("wall_time_s"), after.get("wall_time_s")),
+        "slower_pct": (100 * (a / b - 1)) if speedup and a > b else 0.0,
+        "regression": bool(speedup and a / b >= 1 + T.FIX_SLOWER - 1e-9),
+        "compile": None,
+    }
+    if any(x in COMPILE_TYPE for x in applied):
+        cost = compile_cost_s(before_durations or [], b, after_durations or [], a)
+        n = break_even_step(cost, b, a)
+        out["compile"] = {"cost_s": cost, "break_even_step": n,
+                          "paid_off_in_run": (n is not None and isinstance(after.get("steps"), int)
+                                              and n <= after["steps"])}
+    out["message"] = regression_message(out)
+    return out
+
+
+def regression_message(gain: dict) -> str | None:
+    if not gain.get("regression"):
+        return None
+    names = ",".join(gain.get("applied") or []) or "the fix"
+    return (f"{names} made each step {gain['slower_pct']:.0f}% slower "
+            f"({gain['step_time_before_s'] * 1e3:.1f} -> {gain['step_time_after_s'] * 1e3:.1f} ms): "
+            f"not recommended for this script")
+
+
+def _wall(gain: dict) -> str | None:
+    wb, wa = gain.get("wall_time_before_s"), gain.get("wall_time_after_s")
+    if not wb or not wa:
+        return None
+    same = gain.get("steps_before") == gain.get("steps_after")
+    steps = (f", {gain['steps_before']} steps each" if same else
+             f"; {gain.get('steps_before')} vs {gain.get('steps_after')} steps, not comparable as a ratio")
+    ratio = f" ({gain['wall_speedup']:.2f}x)" if same and gain.get("wall_speedup") else ""
+    return f"whole run wall time: {wb:.1f} s -> {wa:.1f} s{ratio}{steps}"
+
+
+def text_lines(gain: dict) -> list[str]:
+    """Console lines, the regression (if any) first."""
+    lines = []
+    if gain.get("message"):
+        lines.append("WARNING: " + gain["message"])
+    if gain.get("speedup"):
+        lines.append(f"speedup (steady step time): {gain['speedup']:.2f}x "
+                     f"({gain['step_time_before_s'] * 1e3:.1f} -> {gain['step_time_after_s'] * 1e3:.1f} ms per step)")
+    w = _wall(gain)
+    if w:
+        lines.append(w)
+    c = gain.get("compile")
+    if c and c.get("cost_s") is not None:
+        n = c.get("break_even_step")
+        if n is None:
+            pay = "it never pays for itself (no step is faster)"
+        elif c.get("paid_off_in_run"):
+            pay = f"pays for itself after step {n}"
+        else:
+            pay = f"pays for itself after step {n} (this run had {gain.get('steps_after')})"
+        lines.append(f"compile cost: {c['cost_s']:.1f} s in the first steps; {pay}")
+    return lines

@@ -1,0 +1,92 @@
+"""analyzers/fix_gain.py: speedup from the steady step, wall time of both runs, compile cost and break-even step,
+and the loud regression line; table-driven on plain numbers."""
+import pytest
+
+from haiprof.analyzers import fix_gain as G
+from haiprof.analyzers.compare import compare_summaries
+
+
+@pytest.mark.parametrize("durations,steady,extra", [
+    ([], 0.1, 0.0),
+    ([0.1, 0.1, 0.1, 0.1], 0.1, 0.0),                      # no slow start
+    ([5.0, 0.1, 0.1, 0.1, 0.1, 0.1], 0.1, 4.9),            # one compile step
+    ([5.0, 2.0, 0.1, 0.1, 0.1, 0.1], 0.1, 4.9 + 1.9),      # forward compile, then the backward's
+    ([5.0, 0.1, 2.0, 0.1, 0.1, 0.1], 0.1, 4.9),            # only *leading* slow steps count
+    ([5.0, 0.1, 0.1], 0.1, 0.0),                           # too few steps to call anything a slow start
+])
+def test_slow_start_extra(durations, steady, extra):
+    assert G.slow_start_extra_s(durations, steady) == pytest.approx(extra)
+
+
+@pytest.mark.parametrize("cost,before,after,step", [
+    (80.0, 0.0275, 0.0078, 4061),   # the CPU launch example: 80 s compile, 27.5 -> 7.8 ms per step
+    (10.0, 0.2, 0.1, 100),          # exact: 10 s at 0.1 s saved per step
+    (10.0, 0.2, 0.1 + 1e-12, 100),
+    (0.0, 0.2, 0.1, 0),
+    (5.0, 0.1, 0.1, None),          # saves nothing per step: never pays off
+    (5.0, 0.1, 0.2, None),          # slower: never
+    (None, 0.2, 0.1, None),
+])
+def test_break_even_step(cost, before, after, step):
+    assert G.break_even_step(cost, before, after) == step
+
+
+CASES = [
+    # name, before (steady s, wall s, steps), after, applied, before durations, after durations -> expected
+    ("plain speedup", (0.030, 10.0, 100), (0.015, 6.0, 100), ["prefetch"], None, None,
+     {"speedup": 2.0, "wall_speedup": 10 / 6, "regression": False, "compile": None}),
+    ("slower by 20%", (0.0302, 5.0, 50), (0.03624, 6.0, 50), ["prefetch"], None, None,
+     {"speedup": 0.0302 / 0.03624, "regression": True, "slower_pct": 20.0}),
+    ("within noise", (0.100, 5.0, 50), (0.102, 5.0, 50), ["amp"], None, None,
+     {"regression": False, "slower_pct": 2.0}),
+    ("exactly 3% is a regression", (0.100, 5.0, 50), (0.103, 5.0, 50), ["amp"], None, None,
+     {"regression": True}),
+    ("compile pays off late", (0.0275, 5.5, 200), (0.0078, 86.0, 200), ["compile", "fused-optim"],
+     [0.0275] * 199, [60.0078, 20.0078] + [0.0078] * 197,
+     {"speedup": 0.0275 / 0.0078, "wall_speedup": 5.5 / 86.0, "regression": False,
+      "compile": {"cost_s": 80.0, "break_even_step": 4061, "paid_off_in_run": False}}),
+    ("baseline warm-up is not compile cost", (0.1, 5.0, 100), (0.05, 8.0, 100), ["cuda-graphs"],
+     [1.1] + [0.1] * 98, [3.05] + [0.05] * 98,
+     {"compile": {"cost_s": 2.0, "break_even_step": 40, "paid_off_in_run": True}}),
+    ("compile fix not applied: no compile block", (0.1, 5.0, 100), (0.05, 8.0, 100), ["amp"],
+     [0.1] * 99, [3.05] + [0.05] * 98, {"compile": None}),
+]
+
+
+@pytest.mark.parametrize("name,before,after,applied,bd,ad,expected", CASES, ids=[c[0] for c in CASES])
+def test_fix_gain_table(name, before, after, applied, bd, ad, expected):
+    b = {"step_time_s": before[0], "wall_time_s": before[1], "steps": before[2]}
+    a = {"step_time_s": after[0], "wall_time_s": after[1], "steps": after[2]}
+    g = G.fix_gain(b, a, applied, bd, ad)
+    for k, v in expected.items():
+        if isinstance(v, dict):
+            for kk, vv in v.items():
+                assert g[k][kk] == pytest.approx(vv), (k, kk, g[k])
+        elif v is None or isinstance(v, bool):
+            assert g[k] is v, (k, g[k])
+        else:
+            assert g[k] == pytest.approx(v), (k, g[k])
+    assert (g["message"] is not None) == g["regression"]
+
+
+def test_regression_message_is_first_and_loud():
+    g = G.fix_gain({"step_time_s": 0.0302, "wall_time_s": 5.0, "steps": 50},
+                   {"step_time_s": 0.0363, "wall_time_s": 6.0, "steps": 50}, ["prefetch"])
+    lines = G.text_lines(g)
+    assert lines[0].startswith("WARNING: prefetch made each step 20% slower")
+    assert lines[0].endswith("not recommended for this script")
+    assert "0.83x" in lines[1] and "whole run wall time: 5.0 s -> 6.0 s (0.83x), 50 steps each" == lines[2]
+
+
+def test_wall_time_with_different_step_counts_has_no_ratio():
+    g = G.fix_gain({"step_time_s": 0.2, "wall_time_s": 10.0, "steps": 50},
+                   {"step_time_s": 0.1, "wall_time_s": 8.0, "steps": 20}, ["amp"])
+    assert any("not comparable as a ratio" in x for x in G.text_lines(g))
+
+
+def test_reported_speedup_is_the_steady_ratio_not_the_median():
+    before = {"step_time_s": {"median": 0.010, "steady": 0.100}, "steps": 20}
+    after = {"step_time_s": {"median": 0.009, "steady": 0.025}, "steps": 20}
+    c = compare_summaries(before, after)
+    assert c["speedup"] == pytest.approx(4.0)
+    assert G.fix_gain(c["before"], c["after"], ["prefetch"])["speedup"] == pytest.approx(4.0)
