@@ -51,9 +51,9 @@ def pageable_finding(copies: dict, loader_pin_memory: bool | None) -> dict | Non
     from_trace = copies.get("pageable", 0) > 0
     if not from_trace and loader_pin_memory is not False:
         return None
+    size = f" ({copies['pageable_bytes'] / 2**20:.1f} MiB)" if copies.get("pageable_bytes") else ""
     why = (f"{copies['pageable']} of {copies['copies']} host-to-device copies in the traced steps came from "
-           f"pageable memory ({copies['pageable_bytes'] / 2**20:.1f} MiB)" if from_trace else
-           "the DataLoader has pin_memory=False")
+           f"pageable memory{size}" if from_trace else "the DataLoader has pin_memory=False")
     return {"kind": "pageable-h2d", "severity": "moderate" if from_trace else "info", "share": 0.0,
             "message": f"{why}: such copies are synchronous and cannot overlap compute; pinned memory and "
                        "non-blocking copies on a side stream can (--fix prefetch)",

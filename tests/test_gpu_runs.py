@@ -105,3 +105,13 @@ def test_analyze_on_the_runs_trace_agrees_with_run(reports, name, tmp_path):
         assert any(f["kind"] == "trace-window" for f in run["findings"])
         return
     assert load_summary(out)["bottleneck"] == run["bottleneck"], load_summary(out)["headline"]
+
+
+def test_pageable_copies_are_named(reports):
+    # gpu_h2d copies 77 MB pageable batches: the trace names each copy's source memory kind.
+    if "h2d_base" not in reports:
+        pytest.skip("h2d_base not recorded")
+    s = reports["h2d_base"]
+    f = [f for f in s["findings"] if f["kind"] == "pageable-h2d"]
+    assert f and f[0]["fixes"] == ["prefetch"] and "pageable" in f[0]["message"]
+    assert s["launch"]["copies"]["pageable"] == s["launch"]["copies"]["copies"] > 0

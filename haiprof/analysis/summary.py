@@ -58,6 +58,7 @@ def analyze(run_dir: RunDir, extra_findings: list | None = None) -> RunData:
     device = device_analysis.analyze(list(iter_records(records)), op_trace) if n else None
     if device is not None:
         share, stats["steady"], findings = device["phase_share"], device["steady_s"], device["findings"]
+        findings += [f for f in trace_findings if f.get("kind") != "launch"]
     else:
         findings += trace_findings
     findings += list(extra_findings or [])
@@ -121,7 +122,7 @@ TRACE_FILES = ("trace.json.gz", "trace.json")   # compressed at the end of the r
 def launch_analysis(run_dir: RunDir) -> dict | None:
     """Launch-bound statistics and findings from the run's trace (None without one; an unreadable trace is a
     reason, never a failed report)."""
-    from haiprof.analyzers import launch
+    from haiprof.analyzers import h2d, launch
 
     from haiprof.analyzers.kineto_reader import TraceError, read_trace
 
@@ -133,6 +134,12 @@ def launch_analysis(run_dir: RunDir) -> dict | None:
         events = launch.complete_events(data.events)
         whole = data.metadata.get("haiprof_traced_steps")
         out = launch.analyze_events(events, whole_steps=int(whole) if str(whole).isdigit() else None)
+        # Pageable host-to-device copies (Kineto names each copy by its memory kinds): synchronous, never overlapped.
+        memcpy = events[events["cat"] == "gpu_memcpy"]
+        out["copies"] = h2d.pageable_copies({"name": n, "cat": "gpu_memcpy", "dur": d}
+                                            for n, d in zip(memcpy["name"], memcpy["dur_us"]))
+        pageable = h2d.pageable_finding(out["copies"], None)
+        out["findings"] += [pageable] if pageable else []
     except TraceError as e:
         return {"trace": path.name, "error": str(e), "findings": []}
     out["trace"] = path.name
