@@ -46,6 +46,14 @@ def pageable_copies(events) -> dict:
     return out
 
 
+def loader_pin_memory(records) -> bool | None:
+    """False when a DataLoader of the run had pin_memory off ("@loader" marks, field 5), True when all had it on,
+    None for runs without the mark."""
+    flags = [r[4] for r in records if isinstance(r, (list, tuple)) and len(r) >= 5 and r[0] == "@loader"
+             and isinstance(r[4], bool)]
+    return None if not flags else all(flags)
+
+
 def pageable_finding(copies: dict, loader_pin_memory: bool | None) -> dict | None:
     """An info finding (fix: prefetch) when batches reach the GPU from pageable memory; None otherwise."""
     from_trace = copies.get("pageable", 0) > 0

@@ -18,8 +18,9 @@ from .undo import undo_all
 
 STEP_MARK = "@step"
 BACKWARD_MARK = "@backward"
-# ["@loader", t, t, num_workers]: once per DataLoader iterator, the truth the system sampler can miss (workers
-# that live for less than a sample). Analyzers that do not know it skip it like any other "@" mark.
+# ["@loader", t, t, num_workers, pin_memory]: once per DataLoader iterator, the truth the system sampler can miss
+# (workers that live for less than a sample) and whether batches arrive pinned. Analyzers that do not know it skip
+# it like any other "@" mark.
 LOADER_MARK = "@loader"
 _NOTED = "_haiprof_noted"
 
@@ -140,7 +141,8 @@ class PhaseRecorder:
         def note_loader(it, t: int) -> None:
             try:
                 setattr(it, _NOTED, True)
-                append((LOADER_MARK, t, t, int(getattr(it, "_num_workers", 0) or 0)))
+                append((LOADER_MARK, t, t, int(getattr(it, "_num_workers", 0) or 0),
+                        bool(getattr(it, "_pin_memory", False))))
             except Exception:
                 pass  # an iterator we cannot tag is only a missing hint, never a failed batch
 

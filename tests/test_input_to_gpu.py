@@ -91,3 +91,27 @@ def test_pageable_and_pinned_copies_in_a_real_cuda_trace(tmp_path):
     prof.export_chrome_trace(str(tmp_path / "t.json"))
     c = pageable_copies(json.loads((tmp_path / "t.json").read_text())["traceEvents"])
     assert c["pageable"] >= 1 and c["pinned"] >= 1, c
+
+
+def test_the_dataloader_says_whether_batches_arrive_pinned(tmp_path):
+    # The phase collector records each DataLoader's pin_memory beside num_workers; the analysis reads it back.
+    import json
+
+    from conftest import run_haiprof
+    from haiprof.analyzers.h2d import loader_pin_memory
+
+    script = tmp_path / "pinless.py"
+    script.write_text(
+        "import torch\nfrom torch.utils.data import DataLoader, TensorDataset\n"
+        "m = torch.nn.Linear(4, 1); opt = torch.optim.SGD(m.parameters(), lr=0.1)\n"
+        "for x, y in DataLoader(TensorDataset(torch.randn(64, 4), torch.randn(64, 1)), batch_size=8, "
+        "pin_memory=False):\n"
+        "    opt.zero_grad(); torch.nn.functional.mse_loss(m(x), y).backward(); opt.step()\n")
+    out = tmp_path / "r"
+    r = run_haiprof("run", "--quiet", "--trace-steps", "0", "--out", out, script)
+    assert r.returncode == 0, r.stderr
+    records = [json.loads(line) for line in (out / "phases.jsonl").read_text().splitlines() if line.strip()]
+    assert [rec[3:] for rec in records if rec[0] == "@loader"] == [[0, False]]
+    assert loader_pin_memory(records) is False
+    assert loader_pin_memory([["@loader", 1, 1, 2, True]]) is True
+    assert loader_pin_memory([["@loader", 1, 1, 2]]) is None     # recorded before the flag existed

@@ -8,7 +8,7 @@ from dataclasses import dataclass, field
 
 from haiprof.analyzers import steps as step_analysis
 from haiprof.analyzers import thresholds as T
-from haiprof.analyzers import utilization, verdict
+from haiprof.analyzers import h2d, utilization, verdict
 
 from ..rundir import SCHEMA_VERSION, TRACE_FILE, RunDir, iter_records
 from . import device as device_analysis
@@ -59,6 +59,9 @@ def analyze(run_dir: RunDir, extra_findings: list | None = None) -> RunData:
     if device is not None:
         share, stats["steady"], findings = device["phase_share"], device["steady_s"], device["findings"]
         findings += [f for f in trace_findings if f.get("kind") != "launch"]
+        if not any(f.get("kind") == "pageable-h2d" for f in findings):   # no trace said so: the DataLoader may
+            pageable = h2d.pageable_finding((op_trace or {}).get("copies") or {}, h2d.loader_pin_memory(records))
+            findings += [pageable] if pageable else []
     else:
         findings += trace_findings
     findings += list(extra_findings or [])
@@ -122,7 +125,7 @@ TRACE_FILES = ("trace.json.gz", "trace.json")   # compressed at the end of the r
 def launch_analysis(run_dir: RunDir) -> dict | None:
     """Launch-bound statistics and findings from the run's trace (None without one; an unreadable trace is a
     reason, never a failed report)."""
-    from haiprof.analyzers import h2d, launch
+    from haiprof.analyzers import launch
 
     from haiprof.analyzers.kineto_reader import TraceError, read_trace
 
