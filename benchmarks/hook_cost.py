@@ -6,6 +6,11 @@ alternation inside one process, on the same model and data, many times.
 Whole-run comparisons (benchmarks/overhead.py) carry the machine's run-to-run noise (8-22% here); this isolates
 what the hooks add to each step (DataLoader wrapper, forward hooks on the root modules, backward and optimizer
 wrappers, step bookkeeping), in microseconds, and converts it to the ratio for 5 ms and 50 ms steps.
+
+Then the per-call costs of the GPU-only paths, measurable on CPU: the Tensor.to wrapper's fast path (a dtype cast,
+installed as on a CUDA machine) and the CUDA-event bookkeeping per timed phase on the training thread
+(collectors/cuda_phases.py with a no-op event: pool, record call, pending list; the CUDA calls themselves are
+not in it) against the same for resolving a pair (done off the training thread).
 """
 from __future__ import annotations
 
@@ -58,7 +63,59 @@ def main() -> int:
           f"{args.steps} steps): {cost_us:+.1f} us per step")
     for step_ms in (5, 50):
         print(f"  ratio for a {step_ms} ms step: {1 + cost_us / (step_ms * 1e3):.4f}")
+    micro()
     return 0
+
+
+def _per_call_ns(fn, n: int = 20000, rounds: int = 7) -> float:
+    best = []
+    for _ in range(rounds):
+        t0 = time.perf_counter_ns()
+        for _ in range(n):
+            fn()
+        best.append((time.perf_counter_ns() - t0) / n)
+    return statistics.median(best)
+
+
+def micro() -> None:
+    from unittest import mock
+
+    from haiprof.collectors.cuda_phases import CudaPhaseTimer
+
+    x = torch.ones(4)
+    plain_to = _per_call_ns(lambda: x.to(torch.float64))
+    with mock.patch.object(torch.cuda, "is_available", lambda: True):
+        rec = PhaseRecorder([].append).install()
+    try:
+        wrapped_to = _per_call_ns(lambda: x.to(torch.float64))
+    finally:
+        rec.uninstall()
+    print(f"Tensor.to(dtype) on a CPU tensor: {plain_to:.0f} ns plain, {wrapped_to:.0f} ns wrapped "
+          f"({wrapped_to - plain_to:+.0f} ns per call)")
+
+    class NoOpEvent:
+        def record(self, stream=None): pass
+        def synchronize(self): pass
+        def query(self): return True
+        def elapsed_time(self, end): return 0.0
+
+    out: list = []
+    timer = CudaPhaseTimer(torch, out.append, new_event=NoOpEvent, record=lambda ev: None)
+
+    def phase():
+        timer.end("forward", timer.begin())
+
+    per_phase = _per_call_ns(phase, n=2000)
+    timer._pending.clear()
+    n = 2000
+    t0 = time.perf_counter_ns()
+    for _ in range(n):
+        phase()
+    t1 = time.perf_counter_ns()
+    timer.resolve()
+    t2 = time.perf_counter_ns()
+    print(f"CUDA-event bookkeeping per timed phase on the training thread: {per_phase:.0f} ns (+ 2 event "
+          f"records); resolving a pair off the thread: {(t2 - t1) / n:.0f} ns (+ 1 query, 2 elapsed_time)")
 
 
 if __name__ == "__main__":

@@ -36,6 +36,7 @@ _DIST_COLLECTIVES = (
 # global hooks are swapped for hooks on those roots alone. A root first called later is then not timed (its time
 # shows as "other"); the report says how many roots were found.
 NARROW_AFTER_STEPS = 2
+RESOLVE_EVERY_STEPS = 64
 
 
 class StepLimitReached(SystemExit):
@@ -72,6 +73,9 @@ class PhaseRecorder:
         # callback must not raise.
         self.step_callbacks: list[Callable[[int], None]] = []
         self._opt_outer = None   # the optimizer whose step is being timed (wrappers nest inner steps)
+        # CUDA event pairs are resolved in batches off the step: by whoever calls drain() (haiprof run: the phase
+        # writer's flush thread, which then sets this to 0), else on the training thread every this many steps.
+        self.resolve_every = RESOLVE_EVERY_STEPS
 
     # -- hooks ----------------------------------------------------------------------------------------
     def _gpu_begin(self):
@@ -87,6 +91,22 @@ class PhaseRecorder:
     def _gpu_end(self, phase: str, event) -> None:
         if event is not None:
             self.cuda_timer.end(phase, event)
+
+    def drain_from(self, hooks: list) -> "PhaseRecorder":
+        """Have another thread drive drain() (e.g. the phase writer's flush hooks): none on the training thread."""
+        hooks.append(self.drain)
+        self.resolve_every = 0
+        return self
+
+    def drain(self) -> None:
+        """Emit the CUDA-event spans the GPU has finished (any thread; never raises, never waits)."""
+        timer = self.cuda_timer
+        if timer is None or os.getpid() != self._owner_pid:   # a forked child must not touch CUDA
+            return
+        try:
+            timer.resolve()
+        except Exception:  # noqa: BLE001 (a broken CUDA context is the script's to report, not ours)
+            pass
 
     def _forward_pre(self, module, args):
         if self._depth == 0:
@@ -121,9 +141,9 @@ class PhaseRecorder:
         self._append(("optimizer", self._opt_start, now))
         self._append((STEP_MARK, now, now))
         self._gpu_end("optimizer", self._opt_event)
-        if self.cuda_timer is not None:
-            self.cuda_timer.resolve()
         self.steps += 1
+        if self.resolve_every and self.cuda_timer is not None and self.steps % self.resolve_every == 0:
+            self.drain()
         if self.steps == NARROW_AFTER_STEPS and self._global_hooks:
             self._narrow()
         for callback in self.step_callbacks:
@@ -231,16 +251,21 @@ class PhaseRecorder:
         gpu_begin, gpu_end = self._gpu_begin, self._gpu_end
         original_to, original_cuda = torch.Tensor.to, torch.Tensor.cuda
 
-        def is_h2d(tensor, args, kwargs) -> bool:
-            if tensor.device.type != "cpu":
-                return False
-            target = kwargs.get("device", args[0] if args else None)
-            if isinstance(target, torch.Tensor):
-                target = target.device
-            return target is not None and "cuda" in str(target)
+        Tensor = torch.Tensor
 
+        # Called for every Tensor.to in the script and inside torch: the common cases (a GPU tensor, a dtype
+        # cast) leave after one attribute read and a type check.
         def to(self, *args, **kwargs):
-            if not is_h2d(self, args, kwargs):
+            if not self.is_cpu:
+                return original_to(self, *args, **kwargs)
+            target = args[0] if args else None
+            if kwargs:
+                target = kwargs.get("device", target)
+            if target is None or target.__class__ is torch.dtype:
+                return original_to(self, *args, **kwargs)
+            if isinstance(target, Tensor):
+                target = target.device
+            if "cuda" not in str(target):
                 return original_to(self, *args, **kwargs)
             start, event = clock(), gpu_begin()
             try:
@@ -250,7 +275,7 @@ class PhaseRecorder:
                 gpu_end("h2d", event)
 
         def cuda(self, *args, **kwargs):
-            if self.device.type != "cpu":
+            if not self.is_cpu:
                 return original_cuda(self, *args, **kwargs)
             start, event = clock(), gpu_begin()
             try:
@@ -270,3 +295,4 @@ class PhaseRecorder:
     def uninstall(self) -> None:
         self._busy_clock.close()
         undo_all(self._undo)
+        self.drain()   # what the GPU has finished by now; spans still running at the end are not waited for

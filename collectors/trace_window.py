@@ -7,6 +7,14 @@ marks taken around everything the profiler costs (start, export), so the step an
 it touched. The raw trace is written at the end of the window and compressed only when the run is over, so
 compression never competes with training.
 
+On CUDA runs the window must not tax the rest of the run: Kineto leaves CUPTI subscribed after torch.profiler
+stops, and every later kernel launch pays for it (+40% per step on a launch-bound H100 run), unless
+TEARDOWN_CUPTI=1 is in the environment when it stops (libkineto's CuptiActivityApi::teardownContext). The window
+sets it for its stop when the user has not set it, and restores the user's environment when the run is over:
+libkineto finishes the teardown asynchronously on a later CUDA call and reads the variable again then. Where the
+teardown is off (the user's TEARDOWN_CUPTI, or torch.profiler turning it off for CUDA graphs, which crash on
+CUPTI re-initialisation), the status line says so and what it costs.
+
 Nothing here may break the run: every profiler error ends the window and leaves a reason in status.jsonl.
 """
 from __future__ import annotations
@@ -28,6 +36,7 @@ LOG_NAME = "kineto.log"
 NAME = "trace"
 STEPS_KEY = "haiprof_traced_steps"   # trace metadata: how many ProfilerSteps are whole steps
 GZIP_LEVEL = 6   # ~10x smaller than the JSON at a fraction of level 9's time
+TEARDOWN_ENV = "TEARDOWN_CUPTI"
 
 
 @contextlib.contextmanager
@@ -71,8 +80,11 @@ class TraceWindow:
         self._done = active_steps <= 0
         self._steps_seen = 0
         self.reason = None
+        self._cuda = False
+        self._set_teardown = False   # TEARDOWN_CUPTI=1 is ours (the user had not set it): removed at close()
+        self.cupti_note = ""         # what became of CUPTI after a CUDA window (status line)
         if self._done:
-            self._status(NAME, False, "op-level tracing disabled (--trace-steps 0)")
+            self._record(False, "op-level tracing disabled (--trace-steps 0)")
 
     # -- driven by the phase recorder ---------------------------------------------------------------------
     def on_step(self, completed: int) -> None:
@@ -97,12 +109,14 @@ class TraceWindow:
 
         if torch._C._autograd._profiler_enabled():
             self._done = True
-            self._status(NAME, False, "the script runs its own torch.profiler: haiprof's tracing window skipped")
+            self._record(False, "the script runs its own torch.profiler: haiprof's tracing window skipped")
             return
         activities = [ProfilerActivity.CPU]
         # Trace the GPU only once the script has initialised CUDA itself: never create a context for it.
         if torch.cuda.is_available() and torch.cuda.is_initialized():
             activities.append(ProfilerActivity.CUDA)
+            self._cuda = True
+            self._arm_teardown()
         begin = self._clock()
         # The constructor too: on GPU builds it queries the supported activities, which can make Kineto talk.
         with _stderr_to(self.out_dir / LOG_NAME):
@@ -112,8 +126,45 @@ class TraceWindow:
         self._prof, self._start_step = prof, completed
         self._append((TRACE_BEGIN, begin, begin))
         devices = "+".join(a.name for a in activities)
-        self._status(NAME, True, f"tracing {self.active_steps} step(s) ({devices}) after {completed} step(s); "
+        self._record(True, f"tracing {self.active_steps} step(s) ({devices}) after {completed} step(s); "
                                  "window in progress")
+
+    def _record(self, available: bool, reason: str) -> None:
+        self._status(NAME, available, f"{reason}; {self.cupti_note}" if self.cupti_note else reason)
+
+    # -- CUPTI teardown (CUDA windows only) -----------------------------------------------------------------
+    def _arm_teardown(self) -> None:
+        """Ask Kineto to detach CUPTI when this window's profiler stops, unless the user decided otherwise.
+        Set before the profiler starts: the schedule stops Kineto inside prof.step() at the end of the window."""
+        if TEARDOWN_ENV in os.environ:
+            return   # the user's choice (or torch.compile's, for CUDA graphs): respected, reported at the end
+        os.environ[TEARDOWN_ENV] = "1"
+        self._set_teardown = True
+
+    def _note_teardown(self) -> None:
+        """After the stop: say whether CUPTI was detached, and what it costs if not."""
+        if not self._cuda:
+            return
+        value = os.environ.get(TEARDOWN_ENV)
+        if value == "1":
+            self.cupti_note = ("CUPTI detached at the window's end (TEARDOWN_CUPTI=1): later steps run without it"
+                               if self._set_teardown else
+                               "CUPTI detached at the window's end (TEARDOWN_CUPTI=1, set by the user)")
+            return
+        who = ("torch.profiler turned CUPTI teardown off (the script uses CUDA graphs, which crash when CUPTI "
+               "re-initialises)" if self._set_teardown else f"the environment sets {TEARDOWN_ENV}="
+               f"{value!r}")
+        self.cupti_note = (f"CUPTI stays attached after the window ({who}): every later kernel launch pays its "
+                           "callback (measured up to +40% per step on launch-bound GPU steps, ~0 on compute-bound "
+                           "ones); --trace-steps 0 avoids it")
+
+    def _restore_env(self) -> None:
+        """The user's environment back as it was (once the run is over: see the module docstring)."""
+        if not self._set_teardown:
+            return
+        self._set_teardown = False
+        if os.environ.get(TEARDOWN_ENV) == "1":   # anything else was set after us (torch.compile): theirs now
+            del os.environ[TEARDOWN_ENV]
 
     def _export(self, prof) -> None:
         # Called by torch.profiler when the recorded steps are over (or at stop()); raw JSON now, gzip at close.
@@ -133,6 +184,7 @@ class TraceWindow:
         finally:
             end = self._clock()
             self._append((TRACE_END, end, end))
+            self._note_teardown()
 
     def _fail(self, e: BaseException) -> None:
         self.reason = f"profiler failed: {type(e).__name__}: {e}"[:500]
@@ -140,7 +192,7 @@ class TraceWindow:
             self._finish()
         except Exception as e2:  # stopping a broken profiler may fail too; the first error is the reason
             self.reason += f" (stop also failed: {type(e2).__name__})"
-        self._status(NAME, False, self.reason)
+        self._record(False, self.reason)
 
     # -- end of run ---------------------------------------------------------------------------------------
     def traced_steps(self) -> int:
@@ -154,32 +206,38 @@ class TraceWindow:
         if self.active_steps <= 0:
             return
         try:
+            self._close()
+        finally:
+            self._restore_env()
+
+    def _close(self) -> None:
+        try:
             if self._prof is not None:
                 self._finish()
             if self.reason is not None:
                 return
             if self._start_step is None:
                 if not self._done:
-                    self._status(NAME, False, f"the run ended after {self._steps_seen} optimizer step(s), before "
+                    self._record(False, f"the run ended after {self._steps_seen} optimizer step(s), before "
                                               f"the tracing window (it starts after {self.warmup_steps})")
                 return
             raw = self.out_dir / RAW_NAME
             if not raw.is_file():
                 why = ("the run ended during the profiler's warm-up step" if self.traced_steps() == 0
                        else f"torch.profiler wrote no {RAW_NAME} (its messages are in {LOG_NAME})")
-                self._status(NAME, False, f"no trace: {why}")
+                self._record(False, f"no trace: {why}")
                 return
             n = self.traced_steps()
             if n == 0:
                 raw.unlink()
-                self._status(NAME, False, "the run ended before a full step was traced (no trace kept)")
+                self._record(False, "the run ended before a full step was traced (no trace kept)")
                 return
             size = self._compress(raw)
             partial = "" if n >= self.active_steps else f" (partial: the run ended after {n} of {self.active_steps})"
-            self._status(NAME, True, f"{n} step(s) traced after {self._start_step} step(s) + 1 profiler warm-up "
+            self._record(True, f"{n} step(s) traced after {self._start_step} step(s) + 1 profiler warm-up "
                                      f"step{partial}: {TRACE_NAME}, {size / 2**20:.1f} MiB")
         except Exception as e:
-            self._status(NAME, False, f"trace could not be saved: {type(e).__name__}: {e}"[:500])
+            self._record(False, f"trace could not be saved: {type(e).__name__}: {e}"[:500])
 
     def _compress(self, raw: Path) -> int:
         out = self.out_dir / TRACE_NAME

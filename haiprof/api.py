@@ -236,7 +236,7 @@ def profile(out: str | os.PathLike | None = None, name: str = "profile", sample_
     run_dir.write_meta(meta)
     sidecar = session.start_sidecar(run_dir, sample_interval_s)
     appender = run_dir.phase_appender().start()
-    recorder = PhaseRecorder(appender.append)
+    recorder = PhaseRecorder(appender.append).drain_from(appender.before_flush)
     try:
         recorder.install()
     except Exception as e:  # hooks unavailable in this torch: still run the block, say why

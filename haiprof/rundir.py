@@ -21,7 +21,7 @@ import threading
 import time
 from collections import deque
 from pathlib import Path
-from typing import Any, Iterable
+from typing import Any, Callable, Iterable
 
 SCHEMA_VERSION = 1
 PHASES = ("dataloader", "h2d", "forward", "backward", "optimizer", "allreduce")
@@ -149,11 +149,16 @@ class JsonlAppender:
         self._stop = threading.Event()
         self._thread: threading.Thread | None = None
         self._file = open(self.path, "a", encoding="utf-8")
+        # Called at the start of every flush, on the flush thread: producers that batch work off the training
+        # thread (resolving CUDA events) append their records there. Must not raise.
+        self.before_flush: list[Callable[[], None]] = []
 
     def append(self, record: Any) -> None:
         self._queue.append(record)  # deque.append is atomic: safe from hooks on any thread
 
     def flush(self) -> None:
+        for produce in self.before_flush:
+            produce()
         with self._lock:
             if self._file is None:
                 return

@@ -123,3 +123,105 @@ def test_negative_trace_steps_is_a_usage_error(tmp_path):
     r = run_haiprof("run", "--trace-steps", "-1", "--out", tmp_path / "r", SCRIPTS / "seeded_train.py")
     assert r.returncode == 2 and r.stderr.startswith("haiprof: error: --trace-steps")
     assert not (tmp_path / "r").exists()
+
+
+class _FakeKineto:
+    """torch.profiler.profile's interface, for CUDA windows on a CPU build: records TEARDOWN_CUPTI when Kineto
+    would read it (the stop at the end of the schedule) and can act like torch.profiler with CUDA graphs."""
+    seen_at_stop: list = []
+    sets_teardown_off = False
+
+    def __init__(self, activities, on_trace_ready, schedule):
+        self.on_trace_ready, self.schedule, self.n = on_trace_ready, schedule, 0
+        self.stopped = False
+
+    def start(self):
+        import os
+        if self.sets_teardown_off:
+            os.environ["TEARDOWN_CUPTI"] = "0"
+
+    def step(self):
+        from torch.profiler import ProfilerAction
+        self.n += 1
+        if self.schedule(self.n) == ProfilerAction.NONE and not self.stopped:
+            self._stop()
+
+    def _stop(self):
+        import os
+        self.stopped = True
+        type(self).seen_at_stop.append(os.environ.get("TEARDOWN_CUPTI"))
+        self.on_trace_ready(self)
+
+    def add_metadata(self, k, v):
+        pass
+
+    def export_chrome_trace(self, path):
+        open(path, "w").write('{"traceEvents": []}')
+
+    def __exit__(self, *a):
+        if not self.stopped:
+            self._stop()
+
+
+def _cuda_window(tmp_path, monkeypatch, steps=8, sets_teardown_off=False):
+    import os
+
+    import torch
+    from haiprof.collectors.trace_window import TraceWindow
+    monkeypatch.setattr(torch.cuda, "is_available", lambda: True)
+    monkeypatch.setattr(torch.cuda, "is_initialized", lambda: True)
+    monkeypatch.setattr(torch.profiler, "profile", _FakeKineto)
+    monkeypatch.setattr(_FakeKineto, "seen_at_stop", [])
+    monkeypatch.setattr(_FakeKineto, "sets_teardown_off", sets_teardown_off)
+    status, env_during = [], []
+    w = TraceWindow(tmp_path, [].append, lambda *a: status.append(a), warmup_steps=2, active_steps=3)
+    for n in range(1, steps + 1):
+        w.on_step(n)
+        env_during.append(os.environ.get("TEARDOWN_CUPTI"))
+    w.close()
+    return status[-1], env_during, _FakeKineto.seen_at_stop
+
+
+def test_cuda_window_detaches_cupti_and_gives_the_environment_back(tmp_path, monkeypatch):
+    import os
+    monkeypatch.delenv("TEARDOWN_CUPTI", raising=False)
+    (name, ok, reason), during, at_stop = _cuda_window(tmp_path, monkeypatch)
+    assert at_stop == ["1"]                      # set when Kineto stops (inside the schedule's last step)
+    assert during[-1] == "1"                     # kept while libkineto finishes the teardown asynchronously
+    assert "TEARDOWN_CUPTI" not in os.environ    # and the user's environment back when the run is over
+    assert ok and "3 step(s) traced" in reason and "CUPTI detached" in reason
+
+
+def test_cuda_window_respects_the_users_teardown_choice_and_says_what_it_costs(tmp_path, monkeypatch):
+    import os
+    monkeypatch.setenv("TEARDOWN_CUPTI", "0")
+    (_, ok, reason), _, at_stop = _cuda_window(tmp_path, monkeypatch)
+    assert at_stop == ["0"] and os.environ["TEARDOWN_CUPTI"] == "0"
+    assert ok and "CUPTI stays attached" in reason and "TEARDOWN_CUPTI='0'" in reason and "+40%" in reason
+
+
+def test_cuda_graphs_turning_teardown_off_is_reported(tmp_path, monkeypatch):
+    import os
+    monkeypatch.delenv("TEARDOWN_CUPTI", raising=False)
+    (_, ok, reason), _, at_stop = _cuda_window(tmp_path, monkeypatch, sets_teardown_off=True)
+    assert at_stop == ["0"] and os.environ.get("TEARDOWN_CUPTI") == "0"   # torch's value now, not ours to undo
+    assert "CUPTI stays attached" in reason and "CUDA graphs" in reason
+
+
+def test_run_ending_inside_a_cuda_window_still_restores_the_environment(tmp_path, monkeypatch):
+    import os
+    monkeypatch.delenv("TEARDOWN_CUPTI", raising=False)
+    (_, ok, reason), _, at_stop = _cuda_window(tmp_path, monkeypatch, steps=4)
+    assert at_stop == ["1"] and "TEARDOWN_CUPTI" not in os.environ
+    assert "partial" in reason and "CUPTI detached" in reason
+
+
+def test_cpu_window_leaves_teardown_cupti_alone(tmp_path, monkeypatch):
+    monkeypatch.delenv("TEARDOWN_CUPTI", raising=False)
+    script = tmp_path / "env_after.py"
+    script.write_text(f"import os, runpy\nrunpy.run_path({str(SCRIPTS / 'seeded_train.py')!r}, run_name='__main__')\n"
+                      "print('TEARDOWN', 'TEARDOWN_CUPTI' in os.environ)\n")
+    r = run_haiprof("run", "--quiet", "--out", tmp_path / "r", script)
+    assert r.returncode == 0, r.stderr
+    assert r.stdout.rstrip().endswith("TEARDOWN False")
+    assert "CUPTI" not in _trace_status(tmp_path / "r")["reason"]

@@ -191,6 +191,7 @@ def profile_target(run_dir: RunDir, opts: RunOptions, on_exit: Callable, fix_pla
     sidecar = start_sidecar(run_dir, opts.sample_interval_s)
     appender = run_dir.phase_appender().start()
     recorder = PhaseRecorder(appender.append, max_steps=opts.steps)
+    recorder.drain_from(appender.before_flush)   # CUDA events resolved on the flush thread
     ddp = DDPCommObserver(appender.append)     # DDP gradient sync, read-only (no comm hook)
     fix_session = fixrun.FixSession(run_dir, fix_plan)   # fixes and loss capture, installed before the recorder
     fix_session.start()

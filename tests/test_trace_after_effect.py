@@ -1,0 +1,39 @@
+"""The tracing window leaves no after-effect (issue 11): on a host-bound CPU workload, the steps after the window
+cost what the same steps cost in a run without it (`--trace-steps 0`).
+
+By the script's own clock, in CPU time of the training thread: wall time on a shared machine moves by 2x with the
+load of other processes, CPU time does not. The bounds are generous (a profiler left attached costs far more:
++40% per step on GPU, 2x or more with RecordFunction observers left on) and the comparison uses medians."""
+import json
+import statistics
+
+from conftest import SCRIPTS, run_haiprof
+
+STEPS = 120
+
+
+def _run(tmp_path, name, *opts):
+    out = tmp_path / name
+    r = run_haiprof("run", "--quiet", *opts, "--out", out, SCRIPTS / "host_bound_steps.py", STEPS)
+    assert r.returncode == 0, r.stderr
+    own = json.loads(r.stdout.strip().splitlines()[-1])
+    recs = [json.loads(line) for line in (out / "phases.jsonl").read_text().splitlines()]
+    marks = sorted(rec[1] for rec in recs if rec[0] == "@step")
+    window = [rec[1] for rec in recs if rec[0] in ("@trace-begin", "@trace-end")]
+    return own["cpu_ns"], marks, window
+
+
+def test_steps_after_the_window_cost_what_they_cost_without_it(tmp_path):
+    cpu, marks, window = _run(tmp_path, "window")
+    cpu0, _, window0 = _run(tmp_path, "off", "--trace-steps", "0")
+    assert len(cpu) == len(cpu0) == len(marks) == STEPS and window0 == []
+    begin, end = window
+    # Step k ends at marks[k]; the window covers the profiler's warm-up, 3 traced steps and the export.
+    first_after = next(k for k, t in enumerate(marks) if t > end) + 2   # skip the step that ran the export
+    before = next(k for k, t in enumerate(marks) if t >= begin)
+    assert before == 2 and first_after <= 10
+    after = statistics.median(cpu[first_after:])
+    same_steps_off = statistics.median(cpu0[first_after:])
+    early_off = statistics.median(cpu0[before:first_after])     # the window's steps, without the window
+    assert after <= 1.25 * same_steps_off, (after, same_steps_off)
+    assert after <= 1.5 * early_off, (after, early_off)
