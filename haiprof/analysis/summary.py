@@ -12,6 +12,7 @@ from haiprof.analyzers import utilization, verdict
 
 from ..rundir import SCHEMA_VERSION, TRACE_FILE, RunDir, iter_records
 from . import device as device_analysis
+from . import gpu as gpu_analysis
 from . import hardware as hw_analysis
 
 
@@ -72,6 +73,8 @@ def analyze(run_dir: RunDir, extra_findings: list | None = None) -> RunData:
     findings = hw_analysis.refine_io(findings, records, all_steps, samples, hw["summary"]["hardware"], meta)
     findings += hw["findings"]
     # -- end hardware --
+    gpu = gpu_analysis.analyze(run_dir, records, all_steps, hw["summary"]["hardware"], op_trace)
+    findings += gpu["findings"]
     decide = verdict.decide_device if device is not None else verdict.decide
     bottleneck, headline = decide(findings, n)
     exit_code = meta.get("exit_code")
@@ -87,6 +90,8 @@ def analyze(run_dir: RunDir, extra_findings: list | None = None) -> RunData:
         "traced_steps_included": any(st.traced for st in steady),   # nothing else was left to measure
         "launch": op_trace,
         "device": device["summary"] if device is not None else None,
+        "gpu": gpu["gpu"],                # top kernels and copies of the tracing window (CUDA runs)
+        "memory": gpu["memory"],          # device memory per step (allocator counters)
         "step_time_s": stats,
         "step_detection": step_info,
         "exit_code": exit_code,
@@ -106,6 +111,7 @@ def analyze(run_dir: RunDir, extra_findings: list | None = None) -> RunData:
     from .fix_results import add_fix_results
     add_fix_results(run_dir, meta, summary)
     # --- end fixes ---
+    summary["next_steps"] = gpu_analysis.next_steps(summary)   # "do this next", ranked
     timelines = {"system": utilization.system_timelines(samples.get("system", [])), "hardware": hw["timelines"]}
     if trace:
         summary.update(source="trace", trace={k: v for k, v in trace.items() if k != "findings"})
