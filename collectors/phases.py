@@ -22,6 +22,8 @@ BACKWARD_MARK = "@backward"
 # that live for less than a sample). Analyzers that do not know it skip it like any other "@" mark.
 LOADER_MARK = "@loader"
 _NOTED = "_haiprof_noted"
+MEM_MARK = "@mem"            # device memory counters at a step end (analyzers/gpu_kernels.memory_per_step)
+MEM_EVERY_NS = 50_000_000
 
 _DIST_COLLECTIVES = (
     "all_reduce", "all_gather", "all_gather_into_tensor", "reduce_scatter", "reduce_scatter_tensor",
@@ -71,6 +73,7 @@ class PhaseRecorder:
         # callback must not raise.
         self.step_callbacks: list[Callable[[int], None]] = []
         self._opt_outer = None   # the optimizer whose step is being timed (wrappers nest inner steps)
+        self._mem_last = -MEM_EVERY_NS
 
     # -- hooks ----------------------------------------------------------------------------------------
     def _gpu_begin(self):
@@ -122,6 +125,7 @@ class PhaseRecorder:
         self._gpu_end("optimizer", self._opt_event)
         if self.cuda_timer is not None:
             self.cuda_timer.resolve()
+            self._memory_mark(now)
         self.steps += 1
         if self.steps == NARROW_AFTER_STEPS and self._global_hooks:
             self._narrow()
@@ -129,6 +133,20 @@ class PhaseRecorder:
             callback(self.steps)
         if self.max_steps is not None and self.steps >= self.max_steps:
             raise StepLimitReached(self.steps)
+
+    def _memory_mark(self, now: int) -> None:
+        """["@mem", t, t, allocated, peak allocated, reserved, peak reserved]: the caching allocator's host-side
+        counters (no synchronize, no device call), at most every MEM_EVERY_NS so fast steps pay nothing."""
+        if now - self._mem_last < MEM_EVERY_NS:
+            return
+        self._mem_last = now
+        try:
+            st = self._torch_cuda.memory_stats()
+            self._append((MEM_MARK, now, now, st.get("allocated_bytes.all.current", 0),
+                          st.get("allocated_bytes.all.peak", 0), st.get("reserved_bytes.all.current", 0),
+                          st.get("reserved_bytes.all.peak", 0)))
+        except Exception:
+            self._mem_last = float("inf")   # counters unavailable (another allocator backend): stop asking
 
     def _timed(self, phase: str, fn: Callable, mark: str | None = None) -> Callable:
         clock, append = self._clock, self._append
