@@ -22,7 +22,7 @@ from __future__ import annotations
 
 from dataclasses import dataclass, field
 
-from .steps import ALL_PHASES, GPU_PREFIX, PRIORITY, STEP_MARK, attribute, trace_windows
+from .steps import ALL_PHASES, EVAL, GPU_PREFIX, PRIORITY, STEP_MARK, attribute, clip_eval, eval_blocks, trace_windows
 
 COMPUTE = ("forward", "backward", "optimizer")
 GPU_STEP_MARK = "@gpu-step"
@@ -47,6 +47,8 @@ class DeviceStep:
 def _split(records) -> tuple[list, list, list]:
     host, gpu, marks = [], [], []
     for name, s, e in records:
+        if name == EVAL or name == GPU_PREFIX + EVAL:   # inside a step: training forward (steps.eval_blocks)
+            name = name[:-len(EVAL)] + "forward"
         if name.startswith("@"):
             marks.append((name, s))
         elif name.startswith(GPU_PREFIX):
@@ -108,6 +110,7 @@ def partition(gpu: list, host: list, a: int, b: int) -> tuple[dict, dict]:
 
 def device_steps(records) -> list[DeviceStep]:
     """One DeviceStep per host step whose device boundaries are known; [] when the run has no device spans."""
+    records = list(records)
     host, gpu, marks = _split(records)
     if not gpu:
         return []
@@ -115,11 +118,13 @@ def device_steps(records) -> list[DeviceStep]:
     gpu_marks = sorted(t for name, t in marks if name == GPU_STEP_MARK)
     ends = gpu_marks if gpu_marks and len(gpu_marks) == len(step_marks) else _aligned_ends(host, gpu, step_marks)
     windows = trace_windows(marks)
+    blocks = eval_blocks(records, step_marks)   # evaluation between steps is no step's time
     out = []
     for k in range(1, len(step_marks)):
         a, b = ends[k - 1], ends[k]
         if a is None or b is None or b <= a:
             continue
+        a = clip_eval(a, b, blocks)
         busy, idle = partition(gpu, host, a, b)
         # Traced: the host step overlapped the profiler window (the profiler slowed the host, not the GPU's work).
         traced = any(step_marks[k] > wb and step_marks[k - 1] < we for wb, we in windows)

@@ -24,6 +24,7 @@ LOADER_MARK = "@loader"
 _NOTED = "_haiprof_noted"
 MEM_MARK = "@mem"            # device memory counters at a step end (analyzers/gpu_kernels.memory_per_step)
 MEM_EVERY_NS = 50_000_000
+EVAL = "eval"                # an outermost forward without autograd or in eval() mode
 
 _DIST_COLLECTIVES = (
     "all_reduce", "all_gather", "all_gather_into_tensor", "reduce_scatter", "reduce_scatter_tensor",
@@ -74,6 +75,8 @@ class PhaseRecorder:
         self.step_callbacks: list[Callable[[int], None]] = []
         self._opt_outer = None   # the optimizer whose step is being timed (wrappers nest inner steps)
         self._mem_last = -MEM_EVERY_NS
+        self._grad_enabled = lambda: True   # torch.is_grad_enabled once installed
+        self._fwd_phase = "forward"
 
     # -- hooks ----------------------------------------------------------------------------------------
     def _gpu_begin(self):
@@ -92,6 +95,9 @@ class PhaseRecorder:
 
     def _forward_pre(self, module, args):
         if self._depth == 0:
+            # A forward under no_grad/inference_mode or in eval() mode is "eval"; the analyzers decide whether it
+            # is evaluation between steps or part of training (a frozen teacher), steps.eval_blocks.
+            self._fwd_phase = "forward" if self._grad_enabled() and module.training else EVAL
             self._fwd_start = self._clock()
             self._fwd_event = self._gpu_begin()
             if self.narrowed_to is None:
@@ -102,8 +108,8 @@ class PhaseRecorder:
         self._depth -= 1
         if self._depth <= 0:
             self._depth = 0
-            self._append(("forward", self._fwd_start, self._clock()))
-            self._gpu_end("forward", self._fwd_event)
+            self._append((self._fwd_phase, self._fwd_start, self._clock()))
+            self._gpu_end(self._fwd_phase, self._fwd_event)
 
     def _opt_pre(self, optimizer, args, kwargs):
         # Wrapper optimizers (ZeroRedundancyOptimizer, any Optimizer subclass that delegates to an inner one)
@@ -202,6 +208,7 @@ class PhaseRecorder:
         import torch.optim.optimizer as optim_mod
         from torch.utils.data import dataloader as dl_mod
 
+        self._grad_enabled = torch.is_grad_enabled
         self._global_hooks = [nn_module.register_module_forward_pre_hook(self._forward_pre),
                               nn_module.register_module_forward_hook(self._forward_post, always_call=True)]
         self._undo.append(self._remove_global_hooks)

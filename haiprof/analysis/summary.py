@@ -93,6 +93,10 @@ def analyze(run_dir: RunDir, extra_findings: list | None = None) -> RunData:
         "gpu": gpu["gpu"],                # top kernels and copies of the tracing window (CUDA runs)
         "memory": gpu["memory"],          # device memory per step (allocator counters)
         "step_time_s": stats,
+        # evaluation passes between steps (forwards without autograd): outside the steps and phase_share
+        "eval_s": round(step_info.get("eval_s", 0.0), 6),
+        "eval_share": round(step_info.get("eval_s", 0.0) / (step_info.get("eval_s", 0.0) + sum(
+            st.duration_ns for st in all_steps) / 1e9 or 1.0), 6),
         "step_detection": step_info,
         "exit_code": exit_code,
         "finished": exit_code is not None,

@@ -38,6 +38,9 @@ def section_verdict(d, figs):
         exit_line = '<p class="warn">The run did not finish under haiprof; showing data up to the last flush.</p>'
     steady = s["step_time_s"].get("steady") or s["step_time_s"].get("median")
     facts = (f"{s['steps']} steps, {steady * 1e3:.1f} ms/step (steady)" if steady else f"{s['steps']} steps")
+    if s.get("eval_s"):
+        facts += (f"; evaluation passes between steps took {s['eval_s']:.2f} s ({100 * s['eval_share']:.0f}% of "
+                  f"the run), not counted in the steps")
     return (f'<section id="verdict"><div class="badge b-{badge}">{badge}</div>'
             f'<h2 id="headline">{esc(s["headline"])}</h2><p class="facts">{esc(facts)}</p>{exit_line}</section>')
 
