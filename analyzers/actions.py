@@ -7,6 +7,8 @@ precision at best halves fp32 matmul/conv time on tensor-core GPUs (COMPUTE_AMP_
 """
 from __future__ import annotations
 
+from . import thresholds as T
+
 COMPUTE_AMP_GAIN = 0.5
 COMM_GAIN = 0.5          # compression / larger buckets hide or shrink at most about half of exposed collectives
 PAGEABLE_NOTABLE = 0.05  # pageable host-to-device copies above this share of GPU time: say "pin memory"
@@ -75,8 +77,8 @@ BUILDERS = {"io": _io, "compute": _compute, "launch": _launch, "communication": 
 def rank(summary: dict) -> list[dict]:
     """[{fix, title, reason, gain_share, gain_s, kind}] best first; each fix id appears once."""
     step = (summary.get("step_time_s") or {}).get("steady") or (summary.get("step_time_s") or {}).get("median")
-    if summary.get("bottleneck") == "none" and summary.get("steps", 0) < 3:
-        return []
+    if min(summary.get("steps", 0), summary.get("steps_analyzed", summary.get("steps", 0))) < T.MIN_STEPS:
+        return []    # too few measured steps: nothing to act on
     out, seen = [], set()
     for f in summary.get("findings", []):
         build = BUILDERS.get(f.get("kind"))

@@ -76,7 +76,8 @@ def analyze(run_dir: RunDir, extra_findings: list | None = None) -> RunData:
     gpu = gpu_analysis.analyze(run_dir, records, all_steps, hw["summary"]["hardware"], op_trace)
     findings += gpu["findings"]
     decide = verdict.decide_device if device is not None else verdict.decide
-    bottleneck, headline = decide(findings, n)
+    # fewer than MIN_STEPS *measured* steps (after warm-up and the tracing window) conclude nothing
+    bottleneck, headline = decide(findings, min(n, len(steady)))
     exit_code = meta.get("exit_code")
     summary = {
         "schema_version": SCHEMA_VERSION,
