@@ -77,7 +77,7 @@ BUILDERS = {"io": _io, "compute": _compute, "launch": _launch, "communication": 
 def rank(summary: dict) -> list[dict]:
     """[{fix, title, reason, gain_share, gain_s, kind}] best first; each fix id appears once."""
     step = (summary.get("step_time_s") or {}).get("steady") or (summary.get("step_time_s") or {}).get("median")
-    if min(summary.get("steps", 0), summary.get("steps_analyzed", summary.get("steps", 0))) < T.MIN_STEPS:
+    if summary.get("steps_measured", summary.get("steps", 0)) < T.MIN_STEPS:
         return []    # too few measured steps: nothing to act on
     out, seen = [], set()
     for f in summary.get("findings", []):

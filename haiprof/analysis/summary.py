@@ -76,8 +76,10 @@ def analyze(run_dir: RunDir, extra_findings: list | None = None) -> RunData:
     gpu = gpu_analysis.analyze(run_dir, records, all_steps, hw["summary"]["hardware"], op_trace)
     findings += gpu["findings"]
     decide = verdict.decide_device if device is not None else verdict.decide
-    # fewer than MIN_STEPS *measured* steps (after warm-up and the tracing window) conclude nothing
-    bottleneck, headline = decide(findings, min(n, len(steady)))
+    # fewer than MIN_STEPS *measured* steps (after warm-up and the tracing window) conclude nothing; a trace
+    # (`haiprof analyze`) holds only its profiled steps, all of them measured
+    measured = n if trace else min(n, len(steady))
+    bottleneck, headline = decide(findings, measured)
     exit_code = meta.get("exit_code")
     summary = {
         "schema_version": SCHEMA_VERSION,
@@ -86,6 +88,7 @@ def analyze(run_dir: RunDir, extra_findings: list | None = None) -> RunData:
         "phase_share": {k: round(v, 6) for k, v in share.items()},
         "steps": n,
         "steps_analyzed": len(steady),
+        "steps_measured": measured,      # what the verdict counts (fewer than 3: bottleneck none)
         "warmup_steps_excluded": n - len(steady) - traced_excluded,
         "traced_steps_excluded": traced_excluded,     # steps the profiler window touched
         "traced_steps_included": any(st.traced for st in steady),   # nothing else was left to measure
