@@ -76,9 +76,9 @@ def analyze(run_dir: RunDir, extra_findings: list | None = None) -> RunData:
     gpu = gpu_analysis.analyze(run_dir, records, all_steps, hw["summary"]["hardware"], op_trace)
     findings += gpu["findings"]
     decide = verdict.decide_device if device is not None else verdict.decide
-    # fewer than MIN_STEPS *measured* steps (after warm-up and the tracing window) conclude nothing; a trace
-    # (`haiprof analyze`) holds only its profiled steps, all of them measured
-    measured = n if trace else min(n, len(steady))
+    # fewer than MIN_STEPS *measured* steps (after warm-up; the tracing window's steps are measured, only slowed)
+    # conclude nothing; a trace (`haiprof analyze`) holds only its profiled steps, all of them measured
+    measured = n if trace else min(n, len(steady) + traced_excluded)
     bottleneck, headline = decide(findings, measured)
     exit_code = meta.get("exit_code")
     summary = {
