@@ -22,7 +22,7 @@ from __future__ import annotations
 
 from dataclasses import dataclass, field
 
-from .steps import ALL_PHASES, STEP_MARK, attribute, split_records, trace_windows
+from .steps import ALL_PHASES, STEP_MARK, attribute, clip_eval, eval_blocks, split_records, trace_windows
 
 COMPUTE = ("forward", "backward", "optimizer")
 GPU_STEP_MARK = "@gpu-step"
@@ -94,6 +94,7 @@ def partition(gpu: list, host: list, a: int, b: int) -> tuple[dict, dict]:
 
 def device_steps(records) -> list[DeviceStep]:
     """One DeviceStep per host step whose device boundaries are known; [] when the run has no device spans."""
+    records = list(records)
     host, gpu, marks = split_records(records)
     if not gpu:
         return []
@@ -101,11 +102,13 @@ def device_steps(records) -> list[DeviceStep]:
     gpu_marks = sorted(t for name, t in marks if name == GPU_STEP_MARK)
     ends = gpu_marks if gpu_marks and len(gpu_marks) == len(step_marks) else _aligned_ends(host, gpu, step_marks)
     windows = trace_windows(marks)
+    blocks = eval_blocks(records, step_marks)   # evaluation between steps is no step's time
     out = []
     for k in range(1, len(step_marks)):
         a, b = ends[k - 1], ends[k]
         if a is None or b is None or b <= a:
             continue
+        a = clip_eval(a, b, blocks)
         busy, idle = partition(gpu, host, a, b)
         # Traced: the host step overlapped the profiler window (the profiler slowed the host, not the GPU's work).
         traced = any(step_marks[k] > wb and step_marks[k - 1] < we for wb, we in windows)

@@ -18,6 +18,12 @@ STEP_MARK = "@step"
 BACKWARD_MARK = "@backward"
 TRACE_BEGIN, TRACE_END = "@trace-begin", "@trace-end"   # op-level tracing window (profiler on)
 GPU_PREFIX = "gpu:"
+# Forwards without autograd / in eval() mode (collectors/phases.py). EVAL_MIN_FORWARDS or more of them before a
+# step's first training forward/backward are an evaluation pass between steps: that stretch, from the previous
+# step's end (its DataLoader waits included) to the last of them, is "eval", outside every step. Fewer (a
+# frozen teacher's forward in each step) are part of training and count as forward.
+EVAL = "eval"
+EVAL_MIN_FORWARDS = 2
 
 
 @dataclass
@@ -37,6 +43,8 @@ def split_records(records) -> tuple[list, list, list]:
     """(host intervals, gpu intervals, marks) from raw (name, start, end) records."""
     host, gpu, marks = [], [], []
     for name, s, e in records:
+        if name == EVAL or name == GPU_PREFIX + EVAL:   # eval between steps is cut out of the steps, the rest is
+            name = name[:-len(EVAL)] + "forward"        # training forward (eval_blocks)
         if name.startswith("@"):
             marks.append((name, s))
         elif name.startswith(GPU_PREFIX):
@@ -83,23 +91,59 @@ def attribute(intervals: list, start: int, end: int) -> dict:
     return out
 
 
+def eval_blocks(records, bounds: list) -> list[tuple[int, int]]:
+    """(start, end) of each evaluation pass: EVAL_MIN_FORWARDS or more eval forwards before the first training
+    forward/backward after a step boundary (or before the first step, or after the last one). A block starts at
+    the boundary (at its first eval forward before the first step) and ends with the device work of its last."""
+    records = list(records)
+    evals = sorted((s, e) for n, s, e in records if n == EVAL)
+    if len(evals) < EVAL_MIN_FORWARDS:
+        return []
+    gpu_evals = [(s, e) for n, s, e in records if n == GPU_PREFIX + EVAL]
+    train = sorted(s for n, s, e in records if n in ("forward", "backward"))
+    edges = [None, *bounds, None]
+    out = []
+    for a, b in zip(edges, edges[1:]):
+        lo, hi = (a if a is not None else float("-inf")), (b if b is not None else float("inf"))
+        first_train = next((t for t in train if lo <= t < hi), hi)
+        inside = [(s, e) for s, e in evals if s >= lo and e <= first_train]
+        if len(inside) < EVAL_MIN_FORWARDS:
+            continue
+        start, end = (a if a is not None else inside[0][0]), inside[-1][1]
+        end = max([end] + [e for s, e in gpu_evals if start <= s <= end])   # the device finishes later
+        out.append((start, int(min(end, hi))))
+    return out
+
+
+def clip_eval(a: int, b: int, blocks: list) -> int:
+    """The start of the window [a, b) once an evaluation block inside it is cut out."""
+    for bs, be in blocks:
+        if bs < b and a < be < b:
+            a = max(a, be)
+    return a
+
+
 def build_steps(records) -> tuple[list[Step], dict]:
     """Steps with per-phase nanoseconds, and facts about how they were found."""
+    records = list(records)
     host, gpu, marks = split_records(records)
     bounds, source = step_boundaries(marks)
+    blocks = eval_blocks(records, bounds)
     # With GPU timings, compute phases are taken from the device timeline; waiting for data stays host time.
     if gpu:
         gpu_phases = {p for p, _, _ in gpu}
         intervals = [iv for iv in host if iv[0] not in gpu_phases] + gpu
     else:
         intervals = host
-    info = {"boundary": source, "timing": "cuda-events" if gpu else "host", "intervals": len(intervals)}
+    info = {"boundary": source, "timing": "cuda-events" if gpu else "host", "intervals": len(intervals),
+            "eval_s": sum(e - s for s, e in blocks) / 1e9, "eval_passes": len(blocks)}
     if not bounds:
         return [], info
     first = min([bounds[0]] + [s for _, s, _ in intervals if s < bounds[0]])
     edges = [first] + bounds
     steps = []
     for i, (a, b) in enumerate(zip(edges, edges[1:])):
+        a = clip_eval(a, b, blocks)
         if b <= a:
             continue
         steps.append(Step(len(steps), a, b, attribute(intervals, a, b)))

@@ -23,6 +23,9 @@ BACKWARD_MARK = "@backward"
 # it like any other "@" mark.
 LOADER_MARK = "@loader"
 _NOTED = "_haiprof_noted"
+MEM_MARK = "@mem"            # device memory counters at a step end (analyzers/gpu_kernels.memory_per_step)
+MEM_EVERY_NS = 50_000_000
+EVAL = "eval"                # an outermost forward without autograd or in eval() mode
 
 _DIST_COLLECTIVES = (
     "all_reduce", "all_gather", "all_gather_into_tensor", "reduce_scatter", "reduce_scatter_tensor",
@@ -76,6 +79,9 @@ class PhaseRecorder:
         # CUDA event pairs are resolved in batches off the step: by whoever calls drain() (haiprof run: the phase
         # writer's flush thread, which then sets this to 0), else on the training thread every this many steps.
         self.resolve_every = RESOLVE_EVERY_STEPS
+        self._mem_last = -MEM_EVERY_NS
+        self._grad_enabled = lambda: True   # torch.is_grad_enabled once installed
+        self._fwd_phase = "forward"
 
     # -- hooks ----------------------------------------------------------------------------------------
     def _gpu_begin(self):
@@ -110,6 +116,9 @@ class PhaseRecorder:
 
     def _forward_pre(self, module, args):
         if self._depth == 0:
+            # A forward under no_grad/inference_mode or in eval() mode is "eval"; the analyzers decide whether it
+            # is evaluation between steps or part of training (a frozen teacher), steps.eval_blocks.
+            self._fwd_phase = "forward" if self._grad_enabled() and module.training else EVAL
             self._fwd_start = self._clock()
             self._fwd_event = self._gpu_begin()
             if self.narrowed_to is None:
@@ -120,8 +129,8 @@ class PhaseRecorder:
         self._depth -= 1
         if self._depth <= 0:
             self._depth = 0
-            self._append(("forward", self._fwd_start, self._clock()))
-            self._gpu_end("forward", self._fwd_event)
+            self._append((self._fwd_phase, self._fwd_start, self._clock()))
+            self._gpu_end(self._fwd_phase, self._fwd_event)
 
     def _opt_pre(self, optimizer, args, kwargs):
         # Wrapper optimizers (ZeroRedundancyOptimizer, any Optimizer subclass that delegates to an inner one)
@@ -141,6 +150,8 @@ class PhaseRecorder:
         self._append(("optimizer", self._opt_start, now))
         self._append((STEP_MARK, now, now))
         self._gpu_end("optimizer", self._opt_event)
+        if self.cuda_timer is not None:
+            self._memory_mark(now)
         self.steps += 1
         if self.resolve_every and self.cuda_timer is not None and self.steps % self.resolve_every == 0:
             self.drain()
@@ -150,6 +161,20 @@ class PhaseRecorder:
             callback(self.steps)
         if self.max_steps is not None and self.steps >= self.max_steps:
             raise StepLimitReached(self.steps)
+
+    def _memory_mark(self, now: int) -> None:
+        """["@mem", t, t, allocated, peak allocated, reserved, peak reserved]: the caching allocator's host-side
+        counters (no synchronize, no device call), at most every MEM_EVERY_NS so fast steps pay nothing."""
+        if now - self._mem_last < MEM_EVERY_NS:
+            return
+        self._mem_last = now
+        try:
+            st = self._torch_cuda.memory_stats()
+            self._append((MEM_MARK, now, now, st.get("allocated_bytes.all.current", 0),
+                          st.get("allocated_bytes.all.peak", 0), st.get("reserved_bytes.all.current", 0),
+                          st.get("reserved_bytes.all.peak", 0)))
+        except Exception:
+            self._mem_last = float("inf")   # counters unavailable (another allocator backend): stop asking
 
     def _timed(self, phase: str, fn: Callable, mark: str | None = None) -> Callable:
         clock, append = self._clock, self._append
@@ -206,6 +231,7 @@ class PhaseRecorder:
         import torch.optim.optimizer as optim_mod
         from torch.utils.data import dataloader as dl_mod
 
+        self._grad_enabled = torch.is_grad_enabled
         self._global_hooks = [nn_module.register_module_forward_pre_hook(self._forward_pre),
                               nn_module.register_module_forward_hook(self._forward_post, always_call=True)]
         self._undo.append(self._remove_global_hooks)

@@ -55,7 +55,7 @@ def _draw(report: Path) -> dict:
         errors = []
         page.on("pageerror", lambda e: errors.append(str(e)))
         page.goto(report.as_uri())
-        page.wait_for_function("document.querySelectorAll('#ops .main-svg').length >= 3", timeout=20000)
+        page.wait_for_function("document.querySelectorAll('#ops .main-svg').length >= 2", timeout=20000)
         out = {"xss": page.evaluate("window.__xss === 1"), "errors": errors,
                "top_ops": page.inner_text("#top-ops"), "charts": page.evaluate(
                    "Array.from(document.querySelectorAll('#ops .chart')).map(e => e.querySelector('.main-svg') !== null)")}

@@ -6,6 +6,7 @@ import pytest
 
 from conftest import EXAMPLES, SCRIPTS, load_summary, run_haiprof
 
+MAX_REPORT_BYTES = 1_500_000    # issue 13: a report stays light enough to mail or attach
 CHROMIUM_ARGS = ["--no-sandbox", "--disable-gpu", "--disable-quic", "--no-first-run",
                  "--disable-background-networking", "--disable-component-update", "--disable-sync"]
 
@@ -42,11 +43,17 @@ def test_report_renders_offline(browser, tmp_path):
     assert requests == [(out / "report.html").as_uri()]  # nothing but the file itself: no CDN, no fetch
     assert page.locator("#headline").inner_text() == s["headline"]
     assert "Input-bound" in s["headline"]
-    # plotly drew every chart: an SVG with bars for the step chart, lines for the timelines
+    # every chart drawn (render/minichart.py): an SVG with bars for the step chart, lines for the timelines
     for fig in ("share", "steps", "cpu", "mem", "io"):
         assert page.locator(f"#fig-{fig} .main-svg").count() >= 1, fig
     assert page.locator("#fig-steps .bars path").count() >= 10
-    assert "haiprof run --fix prefetch" in page.locator("#findings").inner_text()
+    # the action comes first: "do this next" names the fix command, above the fold of a laptop screen
+    assert "haiprof run --fix prefetch" in page.locator("#next").inner_text()
+    box = page.locator("#next").bounding_box()
+    assert box["y"] + box["height"] <= page.viewport_size["height"], box
+    assert page.locator("#toc a").count() >= 4
+    page.screenshot(path=str(tmp_path / "report-cpu.png"))   # kept as a test artifact
+    assert (out / "report.html").stat().st_size <= MAX_REPORT_BYTES
     page.close()
 
 

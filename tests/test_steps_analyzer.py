@@ -92,3 +92,30 @@ def test_launch_finding_beats_compute():
     findings.append({"kind": "launch", "severity": "high", "share": 0.6, "message": "60% of step in tiny ops",
                      "evidence": {}, "fixes": ["compile"]})
     assert verdict.decide(findings, 10)[0] == "launch"
+
+
+# -- evaluation between steps (issue 13) -------------------------------------------------------------------------
+def _train_step(t):
+    return [("dataloader", t, t + 10), ("forward", t + 10, t + 30), ("backward", t + 30, t + 60),
+            ("optimizer", t + 60, t + 70), ("@step", t + 70, t + 70)]
+
+
+def test_eval_pass_between_steps_is_cut_out_of_the_step():
+    recs = _train_step(0) + _train_step(70)
+    # evaluation after step 2: two batches, each a DataLoader wait and an eval forward
+    recs += [("dataloader", 140, 150), ("eval", 150, 400), ("dataloader", 400, 410), ("eval", 410, 640)]
+    recs += [(n, s + 500, e + 500) for n, s, e in _train_step(140)]
+    steps, info = S.build_steps(recs)
+    assert [s.duration_ns for s in steps] == [70, 70, 70]       # the third step is training only
+    assert info["eval_s"] * 1e9 == 640 - 140 and info["eval_passes"] == 1
+    assert all(s.phases_ns["forward"] == 20 for s in steps)
+
+
+def test_a_single_no_grad_forward_inside_a_step_is_training_forward():
+    recs = []
+    for k in range(3):   # a frozen teacher: one eval forward before the student's forward in every step
+        t = 100 * k
+        recs += [("eval", t, t + 20), ("forward", t + 20, t + 40), ("backward", t + 40, t + 80),
+                 ("optimizer", t + 80, t + 100), ("@step", t + 100, t + 100)]
+    steps, info = S.build_steps(recs)
+    assert info["eval_s"] == 0 and steps[1].phases_ns["forward"] == 40

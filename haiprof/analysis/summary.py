@@ -12,6 +12,7 @@ from haiprof.analyzers import h2d, utilization, verdict
 
 from ..rundir import SCHEMA_VERSION, TRACE_FILE, RunDir, iter_records
 from . import device as device_analysis
+from . import gpu as gpu_analysis
 from . import hardware as hw_analysis
 
 
@@ -76,8 +77,13 @@ def analyze(run_dir: RunDir, extra_findings: list | None = None) -> RunData:
     findings = hw_analysis.refine_io(findings, records, all_steps, samples, hw["summary"]["hardware"], meta)
     findings += hw["findings"]
     # -- end hardware --
+    gpu = gpu_analysis.analyze(run_dir, records, all_steps, hw["summary"]["hardware"], op_trace)
+    findings += gpu["findings"]
     decide = verdict.decide_device if device is not None else verdict.decide
-    bottleneck, headline = decide(findings, n)
+    # fewer than MIN_STEPS *measured* steps (after warm-up; the tracing window's steps are measured, only slowed)
+    # conclude nothing; a trace (`haiprof analyze`) holds only its profiled steps, all of them measured
+    measured = n if trace else min(n, len(steady) + traced_excluded)
+    bottleneck, headline = decide(findings, measured)
     exit_code = meta.get("exit_code")
     summary = {
         "schema_version": SCHEMA_VERSION,
@@ -86,12 +92,19 @@ def analyze(run_dir: RunDir, extra_findings: list | None = None) -> RunData:
         "phase_share": {k: round(v, 6) for k, v in share.items()},
         "steps": n,
         "steps_analyzed": len(steady),
+        "steps_measured": measured,      # what the verdict counts (fewer than 3: bottleneck none)
         "warmup_steps_excluded": n - len(steady) - traced_excluded,
         "traced_steps_excluded": traced_excluded,     # steps the profiler window touched
         "traced_steps_included": any(st.traced for st in steady),   # nothing else was left to measure
         "launch": op_trace,
         "device": device["summary"] if device is not None else None,
+        "gpu": gpu["gpu"],                # top kernels and copies of the tracing window (CUDA runs)
+        "memory": gpu["memory"],          # device memory per step (allocator counters)
         "step_time_s": stats,
+        # evaluation passes between steps (forwards without autograd): outside the steps and phase_share
+        "eval_s": round(step_info.get("eval_s", 0.0), 6),
+        "eval_share": round(step_info.get("eval_s", 0.0) / (step_info.get("eval_s", 0.0) + sum(
+            st.duration_ns for st in all_steps) / 1e9 or 1.0), 6),
         "step_detection": step_info,
         "exit_code": exit_code,
         "finished": exit_code is not None,
@@ -110,6 +123,7 @@ def analyze(run_dir: RunDir, extra_findings: list | None = None) -> RunData:
     from .fix_results import add_fix_results
     add_fix_results(run_dir, meta, summary)
     # --- end fixes ---
+    summary["next_steps"] = gpu_analysis.next_steps(summary)   # "do this next", ranked
     timelines = {"system": utilization.system_timelines(samples.get("system", [])), "hardware": hw["timelines"]}
     if trace:
         summary.update(source="trace", trace={k: v for k, v in trace.items() if k != "findings"})

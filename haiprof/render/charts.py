@@ -35,6 +35,9 @@ def step_chart(steps, warmup: int, phases, traced=()) -> dict:
     traces = [{"type": "bar", "name": p, "x": xs, "y": per_phase[p], "marker": {"color": PHASE_COLORS[p]}}
               for p in phases if any(per_phase[p])]
     title = "Time per step by phase" + (f" (mean of {bin_size} steps per bar)" if bin_size > 1 else "")
+    totals = [sum(per_phase[p][i] for p in phases) for i in range(len(xs))]
+    steady = [t for x, t in zip(xs, totals) if x >= warmup and x not in set(traced)]
+    yaxis, notes = clip_outliers(xs, totals, steady, "ms")
     shapes = []
     if warmup and n > warmup:
         shapes.append({"type": "rect", "xref": "x", "yref": "paper", "x0": -0.5, "x1": warmup - 0.5,
@@ -42,8 +45,34 @@ def step_chart(steps, warmup: int, phases, traced=()) -> dict:
     for i in traced:  # steps of the op-level tracing window: profiler overhead, not in the statistics
         shapes.append({"type": "rect", "xref": "x", "yref": "paper", "x0": i - 0.5, "x1": i + 0.5,
                        "y0": 0, "y1": 1, "fillcolor": "#f58518", "opacity": 0.12, "line": {"width": 0}})
-    return {"data": traces, "layout": _layout(title, "ms", barmode="stack", shapes=shapes,
-                                               xaxis={"title": {"text": "step"}})}
+    return {"data": traces, "layout": _layout(title, "ms", barmode="stack", shapes=shapes, annotations=notes,
+                                               xaxis={"title": {"text": "step"}}, yaxis=yaxis)}
+
+
+OUTLIER = 1.5      # a bar above this x the steady steps' p90 is clipped and labelled instead of setting the axis
+MAX_NOTES = 6
+
+
+def fmt_ms(ms: float) -> str:
+    return f"{ms / 1e3:.1f} s" if ms >= 1000 else f"{ms:.0f} ms" if ms >= 10 else f"{ms:.2g} ms"
+
+
+def clip_outliers(xs, totals, steady, unit: str) -> tuple[dict, list]:
+    """(yaxis, annotations): the axis is set by the steady steps; slower bars (initialisation, compilation) are
+    clipped at the top and labelled with their own value."""
+    yaxis = {"title": {"text": unit}, "rangemode": "tozero"}
+    if not steady or not totals:
+        return yaxis, []
+    s = sorted(steady)
+    cap = OUTLIER * s[min(len(s) - 1, int(0.9 * (len(s) - 1)))]
+    if cap <= 0 or max(totals) <= cap:
+        return yaxis, []
+    yaxis["range"] = [0, cap]
+    clipped = [(x, t) for x, t in zip(xs, totals) if t > cap]
+    notes = [{"x": x, "y": 0.93, "yref": "paper", "text": f"▲ {fmt_ms(t) if unit == 'ms' else t}",
+              "showarrow": False} for x, t in clipped[:MAX_NOTES]]
+    yaxis["title"]["text"] = f"{unit} (bars above {fmt_ms(cap)} clipped)"
+    return yaxis, notes
 
 
 def share_chart(share: dict) -> dict:

@@ -1,45 +1,29 @@
-"""report.html: one self-contained file (plotly.js inlined, no network), verdict sentence first.
+"""report.html: one self-contained file (a small SVG chart renderer inlined, no network), verdict sentence first,
+then "do this next" and a table of contents.
 
 Sections are small functions (RunData -> HTML fragment, figures) listed in SECTIONS; a new collector or analyzer
 adds its panel by adding a function there. Every string that came from the run goes through `esc`.
 """
 from __future__ import annotations
 
-import importlib.util
 import json
-import shlex
+import re
 from pathlib import Path
 
-from . import charts, hardware
+from . import charts, hardware, minichart
 from .escape import esc
+from .gpu import section_gpu      # device-first GPU view (CUDA runs)
+from .top import fix_command, section_next, toc  # noqa: F401  (fix_command: used by other panels)
 from .ops import section_ops   # op-level trace panel (tracing window)
 from .ranks import section_ranks  # distributed runs (issue 5)
 
 PHASES = ("dataloader", "h2d", "forward", "backward", "optimizer", "allreduce", "other")
 
 
-def _plotly_js() -> str:
-    spec = importlib.util.find_spec("plotly")
-    if spec is None or not spec.submodule_search_locations:
-        return ""
-    path = Path(list(spec.submodule_search_locations)[0]) / "package_data" / "plotly.min.js"
-    return path.read_text(encoding="utf-8") if path.is_file() else ""
-
-
 def _json_for_script(obj) -> str:
     # Inside <script>, "</script>" or "<!--" in a string would end the block: escape the characters instead.
     return (json.dumps(obj, separators=(",", ":"), default=str)
             .replace("<", "\\u003c").replace(">", "\\u003e").replace("&", "\\u0026"))
-
-
-def fix_command(meta: dict, fix: str) -> str:
-    """The same haiprof command line with `--fix FIX` (and without --out, so the new run gets its own dir)."""
-    argv = list(meta.get("haiprof_argv") or [])
-    for opt in ("--out",):
-        if opt in argv and argv.index(opt) + 1 < len(argv) and "--" not in argv[:argv.index(opt)]:
-            i = argv.index(opt)
-            del argv[i:i + 2]
-    return shlex.join(["haiprof", "run", "--fix", fix, *argv])
 
 
 # -- sections ------------------------------------------------------------------------------------------------
@@ -54,6 +38,9 @@ def section_verdict(d, figs):
         exit_line = '<p class="warn">The run did not finish under haiprof; showing data up to the last flush.</p>'
     steady = s["step_time_s"].get("steady") or s["step_time_s"].get("median")
     facts = (f"{s['steps']} steps, {steady * 1e3:.1f} ms/step (steady)" if steady else f"{s['steps']} steps")
+    if s.get("eval_s"):
+        facts += (f"; evaluation passes between steps took {s['eval_s']:.2f} s ({100 * s['eval_share']:.0f}% of "
+                  f"the run), not counted in the steps")
     return (f'<section id="verdict"><div class="badge b-{badge}">{badge}</div>'
             f'<h2 id="headline">{esc(s["headline"])}</h2><p class="facts">{esc(facts)}</p>{exit_line}</section>')
 
@@ -65,13 +52,12 @@ def section_phases(d, figs):
     figs["share"] = charts.share_chart(s["phase_share"])
     figs["steps"] = charts.step_chart(d.steps, s.get("warmup_steps_excluded", 0), PHASES,
                                       traced=[st.index for st in d.steps if st.traced])
-    rows = "".join(f"<tr><td>{p}</td><td>{100 * s['phase_share'][p]:.1f}%</td></tr>" for p in PHASES)
     note = ""
     if s.get("warmup_steps_excluded") or s.get("traced_steps_excluded"):
         note = (f"<p class='note'>Shares exclude {s.get('warmup_steps_excluded', 0)} warm-up step(s) and "
                 f"{s.get('traced_steps_excluded', 0)} step(s) of the op-level tracing window (shaded).</p>")
-    return (f'<section id="phases"><h3>Phases</h3><div class="row"><div class="chart" id="fig-share"></div>'
-            f'<table class="kv">{rows}</table></div>{note}<div class="chart" id="fig-steps"></div></section>')
+    return (f'<section id="phases"><h3>Phases</h3><div class="chart" id="fig-share"></div>'
+            f'{note}<div class="chart" id="fig-steps"></div></section>')
 
 
 def section_utilization(d, figs):
@@ -97,11 +83,14 @@ def section_utilization(d, figs):
 def section_findings(d, figs):
     items = []
     for f in d.summary["findings"]:
-        fixes = "".join(f'<li><code>{esc(fix_command(d.meta, fx))}</code></li>' for fx in f.get("fixes", []))
-        fixes_html = f'<p>Apply a fix and measure it:</p><ul class="fixes">{fixes}</ul>' if fixes else ""
+        message = f["message"]
+        if message and message in d.summary.get("headline", ""):   # each fact once: the verdict says it
+            message = "the verdict above"
+        fixes = ", ".join(f"<code>--fix {esc(fx)}</code>" for fx in f.get("fixes", []))
+        fixes_html = f' <span class="note">(fixes: {fixes})</span>' if fixes else ""
         ev = esc(json.dumps(f.get("evidence", {}), default=str, sort_keys=True))
         items.append(f'<li class="finding sev-{esc(f["severity"])}"><b>{esc(f["kind"])}</b> '
-                     f'<span class="sev">{esc(f["severity"])}</span>: {esc(f["message"])}{fixes_html}'
+                     f'<span class="sev">{esc(f["severity"])}</span>: {esc(message)}{fixes_html}'
                      f'<details><summary>evidence</summary><pre>{ev}</pre></details></li>')
     body = "".join(items) or "<li>No findings.</li>"
     return f'<section id="findings"><h3>Findings</h3><ul>{body}</ul></section>'
@@ -126,12 +115,13 @@ def section_meta(d, figs):
 
 from .trace_panels import section_trace  # noqa: E402  (haiprof analyze)
 
-SECTIONS = [section_verdict, section_findings, section_trace, section_ranks, section_phases, section_ops,
-            section_utilization, hardware.section_hardware, section_collectors, section_meta]
+SECTIONS = [section_verdict, section_next, section_findings, section_trace, section_ranks, section_gpu,
+            section_phases, section_ops, section_utilization, hardware.section_hardware, section_collectors,
+            section_meta]
 
 # --- fixes panel (haiprof run --fix): right after the verdict ---
 from .fixes_panel import section_fixes  # noqa: E402
-SECTIONS.insert(1, section_fixes)
+SECTIONS.insert(2, section_fixes)
 # --- end fixes panel ---
 
 CSS = """
@@ -145,25 +135,30 @@ table.grid,table.kv{border-collapse:collapse}table.grid td,table.kv td{border:1p
 li.finding{margin:8px 0}.sev{font-size:12px;padding:1px 6px;border-radius:6px;background:#eee}
 .sev-high .sev{background:#f8d0d0}.sev-moderate .sev{background:#fde8c8}
 pre{white-space:pre-wrap;font-size:12px;background:#f6f6f6;padding:6px} code{background:#f3f3f3;padding:1px 4px}
+#next{border:2px solid #4c78a8;border-radius:8px;padding:4px 14px 10px;background:#f5f8fc}#next h3{border:0;margin:6px 0}
+.next-title{font-size:18px;font-weight:600}.next-why,.next-gain,.next-cmd{margin-top:4px}.next-gain{color:#2a7a2a;font-weight:600}
+#toc{margin:12px 0;padding:6px 0;border-bottom:1px solid #ddd;font-size:14px}#toc a{color:#2a5d9f;text-decoration:none}
+table.grid code{word-break:break-all}th{text-align:left;font-weight:600;background:#fafafa}table.grid th{border:1px solid #ddd;padding:3px 8px}
 """
 
-BOOT = """
-(function(){var figs=JSON.parse(document.getElementById('haiprof-figures').textContent);
-if(typeof Plotly==='undefined'){document.body.insertAdjacentHTML('beforeend','<p class=warn>plotly.js missing: charts not drawn</p>');return;}
-Object.keys(figs).forEach(function(k){var el=document.getElementById('fig-'+k);if(el){
-Plotly.newPlot(el,figs[k].data,figs[k].layout,{displaylogo:false,responsive:true});}});})();
-"""
+TITLES = {"verdict": "Verdict", "next": "Do this next", "fixes": "Fixes", "findings": "Findings", "trace": "Trace",
+          "ranks": "Ranks", "gpu": "GPU", "phases": "Phases", "ops": "Op-level trace", "utilization": "Utilization",
+          "hardware": "Hardware", "collectors": "Collectors", "meta": "Run"}
 
 
 def render(d) -> str:
     figs: dict = {}
-    body = "\n".join(section(d, figs) for section in SECTIONS)
+    parts = [section(d, figs) for section in SECTIONS]
+    ids = [m.group(1) for p in parts for m in [re.match(r'<section id="([\w-]+)"', p)] if m]
+    nav = toc([(i, TITLES.get(i, i)) for i in ids if i not in ("verdict", "next")])
+    top = 2 if len(parts) > 1 and parts[1].startswith('<section id="next"') else 1
+    body = "\n".join(parts[:top] + [nav] + parts[top:])
     title = f"haiprof: {d.meta.get('target_name', 'run')}"
     return (f'<!DOCTYPE html><html lang="en"><head><meta charset="utf-8"><title>{esc(title)}</title>'
-            f'<style>{CSS}</style><script>{_plotly_js()}</script></head><body>'
+            f'<style>{CSS}{minichart.CSS}</style></head><body>'
             f'<h1>{esc(title)}</h1>{body}'
             f'<script type="application/json" id="haiprof-figures">{_json_for_script(figs)}</script>'
-            f'<script>{BOOT}</script></body></html>')
+            f'<script>{minichart.JS}</script></body></html>')
 
 
 def write(d, path: Path) -> Path:

@@ -26,16 +26,15 @@ def _bin_label(b: dict) -> str:
 
 
 def histogram_chart(bins: list, title: str, what: str) -> dict:
-    """Count and total time per duration bin: many cheap ops and a few expensive ones read differently."""
+    """Total time per duration bin (one quantity on the axis), the count of each bin written on its bar: many
+    cheap ops and a few expensive ones read differently."""
     bins = [b for b in bins if b["count"]]
     labels = [_bin_label(b) for b in bins]
-    return {"data": [{"type": "bar", "name": f"{what} (count)", "x": labels, "y": [b["count"] for b in bins],
-                      "marker": {"color": "#9ecae9"}},
-                     {"type": "scatter", "mode": "lines+markers", "name": "total time (ms)", "yaxis": "y2",
-                      "x": labels, "y": [b["total_us"] / 1e3 for b in bins], "marker": {"color": "#f58518"}}],
-            "layout": _layout(title, "self time" if what == "ops" else "duration", "count",
-                              margin={"l": 60, "r": 60, "t": 40, "b": 90}, xaxis={"tickangle": -45},
-                              yaxis2={"title": {"text": "ms"}, "overlaying": "y", "side": "right"})}
+    return {"data": [{"type": "bar", "name": "total time (ms)", "x": labels, "y": [b["total_us"] / 1e3 for b in bins],
+                      "text": [f"{b['count']}×" for b in bins], "marker": {"color": "#4c78a8"}}],
+            "layout": _layout(title + f" (total time per bin; {what} per bar)",
+                              "self time" if what == "ops" else "duration", "ms",
+                              margin={"l": 60, "r": 20, "t": 40, "b": 90}, xaxis={"tickangle": -45})}
 
 
 def share_chart(cpu: dict) -> dict:
@@ -99,15 +98,22 @@ def section_ops(d, figs) -> str:
     if cpu:
         figs["op-share"] = share_chart(cpu)
         figs["op-hist"] = histogram_chart(cpu["self_time_histogram"], "Op self-time distribution", "ops")
-        figs["ops-per-step"] = ops_per_step_chart(cpu["ops_per_step_by_step"])
-        parts.append(
+        counts = cpu["ops_per_step_by_step"]
+        varies = len(set(counts)) > 1
+        if varies:   # identical bars say nothing the sentence below does not
+            figs["ops-per-step"] = ops_per_step_chart(counts)
+        host = (
             f'<p class="facts">{cpu["ops_per_step"]:.0f} ops per step over {cpu["steps"]} traced step(s) '
             f'(median step {cpu["step_ms_median"]:.1f} ms with the profiler on); median op self time '
             f'{cpu["op_self_us_median"]:.1f} µs, p90 {cpu["op_self_us_p90"]:.1f} µs; tiny ops alone '
             f'{100 * cpu["tiny_share"]:.0f}% of the step.</p>'
             '<div class="chart" id="fig-op-share"></div><div class="row"><div class="chart" id="fig-op-hist"></div>'
-            '<div class="chart" id="fig-ops-per-step"></div></div><h4>Top ops by self time</h4>'
-            + _top_ops_table(cpu["top_ops"]))
+            + ('<div class="chart" id="fig-ops-per-step"></div>' if varies else "")
+            + '</div><h4>Top ops by self time</h4>' + _top_ops_table(cpu["top_ops"]))
+        if gpu or d.summary.get("device"):   # a GPU run: the host's view is secondary to the GPU section
+            host = ("<details><summary>Host-side view of the traced steps (CPU ops; the GPU section above says "
+                    f"what the device did)</summary>{host}</details>")
+        parts.append(host)
     if gpu:
         parts.append(_gpu_html(gpu, figs))
     return f'<section id="ops"><h3>Op-level trace</h3>{"".join(parts)}</section>'

@@ -1,0 +1,95 @@
+""""Do this next": the findings turned into one ranked list of actions, each with the fix to apply, the gain to
+expect (an upper bound from the run's own shares: the time the fix can remove at most), and the reason in the
+run's own numbers. Pure: a summary dict in, a list out; the report and the console show the first one on top.
+
+Upper bounds, not promises: removing a wait can at best give back the wait (io, launch, communication); mixed
+precision at best halves fp32 matmul/conv time on tensor-core GPUs (COMPUTE_AMP_GAIN of the compute share).
+"""
+from __future__ import annotations
+
+from . import thresholds as T
+
+COMPUTE_AMP_GAIN = 0.5
+COMM_GAIN = 0.5          # compression / larger buckets hide or shrink at most about half of exposed collectives
+PAGEABLE_NOTABLE = 0.05  # pageable host-to-device copies above this share of GPU time: say "pin memory"
+
+
+def _pct(x: float) -> str:
+    return f"{100 * x:.0f}%"
+
+
+def _io(f: dict, s: dict) -> dict:
+    gpu = s.get("gpu") or {}
+    dev = s.get("device") or {}
+    pageable = gpu.get("pageable_h2d_share") or 0.0
+    ev = f.get("evidence", {})
+    waits = []
+    if dev:
+        idle = dev.get("idle_by_host", {})
+        waits.append(f"the GPU sat idle {_pct(idle.get('dataloader', 0))} of the step waiting for the DataLoader")
+        if dev.get("busy", {}).get("h2d"):
+            waits.append(f"host-to-device copies filled {_pct(dev['busy']['h2d'])} of it")
+    else:
+        waits.append(f"{_pct(ev.get('dataloader_share', 0))} of the step waited for the DataLoader")
+        if ev.get("h2d_share"):
+            waits.append(f"{_pct(ev['h2d_share'])} copied batches to the device")
+    title = "Load batches in DataLoader workers, ahead of the training loop"
+    if pageable >= PAGEABLE_NOTABLE:
+        bw = next((c.get("gb_per_s") for c in gpu.get("copies", []) if c["kind"] == "HtoD pageable"), None)
+        waits.append(f"pageable host-to-device copies take {_pct(pageable)} of GPU time"
+                     + (f" at {bw:.1f} GB/s" if bw else ""))
+        title = "Pin host memory (pin_memory=True) and load batches in DataLoader workers"
+    if f.get("recommendation"):
+        waits.append(f["recommendation"].rstrip("."))
+    return {"title": title, "reason": "; ".join(waits), "gain_share": f.get("share", 0.0)}
+
+
+def _compute(f: dict, s: dict) -> dict:
+    top = ((s.get("gpu") or {}).get("top_kernels") or [])
+    reason = f"the GPU computes {_pct(f.get('share', 0))} of the step"
+    if top:
+        reason += f"; the top kernel, {top[0]['name']}, takes {_pct(top[0]['share'])} of GPU time"
+    return {"title": "Run matmuls and convolutions in bf16/fp16 (mixed precision)", "reason": reason,
+            "gain_share": COMPUTE_AMP_GAIN * f.get("share", 0.0)}
+
+
+def _launch(f: dict, s: dict) -> dict:
+    fix = (f.get("fixes") or ["compile"])[0]
+    title = {"fused-optim": "Use the fused optimizer (fewer, larger kernels per step)",
+             "compile": "Compile the model (torch.compile) to fuse many small kernels",
+             "cuda-graphs": "Capture the step in a CUDA graph"}.get(fix, "Reduce per-kernel launch overhead")
+    return {"title": title, "reason": f["message"].split(" (")[0], "gain_share": f.get("share", 0.0)}
+
+
+def _comm(f: dict, s: dict) -> dict:
+    return {"title": "Compress gradients or enlarge DDP buckets", "reason": f["message"],
+            "gain_share": COMM_GAIN * f.get("share", 0.0)}
+
+
+def _memory(f: dict, s: dict) -> dict:
+    return {"title": "Free device memory: mixed precision or activation checkpointing", "reason": f["message"],
+            "gain_share": 0.0}
+
+
+BUILDERS = {"io": _io, "compute": _compute, "launch": _launch, "communication": _comm, "memory": _memory}
+
+
+def rank(summary: dict) -> list[dict]:
+    """[{fix, title, reason, gain_share, gain_s, kind}] best first; each fix id appears once."""
+    step = (summary.get("step_time_s") or {}).get("steady") or (summary.get("step_time_s") or {}).get("median")
+    if summary.get("steps_measured", summary.get("steps", 0)) < T.MIN_STEPS:
+        return []    # too few measured steps: nothing to act on
+    out, seen = [], set()
+    for f in summary.get("findings", []):
+        build = BUILDERS.get(f.get("kind"))
+        if build is None or f.get("severity") == "info" or not f.get("fixes"):
+            continue
+        a = build(f, summary)
+        fix = f["fixes"][0] if f.get("kind") != "launch" else (f.get("fixes") or [None])[0]
+        if fix in seen:
+            continue
+        seen.add(fix)
+        a.update(fix=fix, kind=f["kind"], other_fixes=[x for x in f["fixes"] if x != fix],
+                 gain_s=a["gain_share"] * step if step else None)
+        out.append(a)
+    return sorted(out, key=lambda a: a["gain_share"], reverse=True)

@@ -1,0 +1,141 @@
+"""What the GPU ran in the tracing window: top kernels by GPU time, copies by kind (pageable / pinned) with their
+bandwidth, and device memory per step against capacity. Pure functions over plain trace events and records.
+
+Kernel names are shortened for tables (template arguments and parameter lists dropped; the full name is kept).
+Copies are grouped by Kineto's name, e.g. "Memcpy HtoD (Pageable -> Device)": a pageable host-to-device copy is
+staged through a driver buffer and blocks the host, a pinned one runs at the link's rate asynchronously, which is
+why pin_memory=True is the fix for slow pageable copies (PyTorch's pin-memory guide).
+"""
+from __future__ import annotations
+
+import re
+
+TOP_KERNELS = 10
+DEVICE_CATS = ("kernel", "gpu_memcpy", "gpu_memset", "Kernel", "Memcpy", "Memset")
+# Above this share of device memory, activations or optimizer state are close to the limit (TensorBoard's
+# PyTorch profiler plugin recommends AMP or activation checkpointing beyond 90%).
+MEMORY_NEAR_CAPACITY = 0.90
+
+
+def _demangle_head(name: str) -> str:
+    """Itanium-mangled `_ZN17cutlass__5x_cudnn6KernelI...` -> `cutlass__5x_cudnn::Kernel` (the nested name only)."""
+    s = name[3:] if name.startswith("_ZN") else name[2:]
+    parts, i = [], 0
+    while i < len(s) and s[i].isdigit():
+        j = i
+        while j < len(s) and s[j].isdigit():
+            j += 1
+        n = int(s[i:j])
+        parts.append(s[j:j + n])
+        i = j + n
+    return "::".join(parts) if parts else name
+
+
+def short_name(name: str, limit: int = 80) -> str:
+    """`void at::native::vectorized_elementwise_kernel<4, at::...>(int, ...)` -> `vectorized_elementwise_kernel`."""
+    if name.startswith("_Z"):
+        s = _demangle_head(name)
+        return s if len(s) <= limit else s[:limit - 1] + "…"
+    s = re.sub(r"^void ", "", name.strip()).replace("(anonymous namespace)::", "")
+    depth, out = 0, []
+    for ch in s:                       # drop template arguments <...>
+        if ch == "<":
+            depth += 1
+        elif ch == ">" and depth:
+            depth -= 1
+        elif depth == 0:
+            out.append(ch)
+    s = "".join(out).split("(")[0].strip() or name
+    s = (s.rsplit("::", 1)[-1] if "::" in s else s) or name
+    return s if len(s) <= limit else s[:limit - 1] + "…"
+
+
+def copy_kind(name: str) -> str:
+    """'Memcpy HtoD (Pageable -> Device)' -> 'HtoD pageable'; 'Memset (Device)' -> 'memset'."""
+    if name.startswith("Memset"):
+        return "memset"
+    m = re.match(r"Memcpy (\w+) \((\w+) -> (\w+)\)", name)
+    if not m:
+        return name
+    direction, src, dst = m.groups()
+    host = src if direction.startswith("HtoD") else dst if direction.startswith("DtoH") else ""
+    return f"{direction} {host.lower()}".strip()
+
+
+def summarize(events, steps: int | None = None) -> dict | None:
+    """events: dicts with name, cat, dur (µs) and args.bytes for copies. None when the trace has no device events."""
+    kernels: dict = {}
+    copies: dict = {}
+    for e in events:
+        cat = e.get("cat")
+        if e.get("ph") != "X" or cat not in DEVICE_CATS:
+            continue
+        dur = float(e.get("dur") or 0.0)
+        name = str(e.get("name", ""))
+        if cat in ("kernel", "Kernel"):
+            k = kernels.setdefault(name, [0, 0.0])
+            k[0] += 1
+            k[1] += dur
+        else:
+            c = copies.setdefault(copy_kind(name), [0, 0.0, 0])
+            c[0] += 1
+            c[1] += dur
+            c[2] += int((e.get("args") or {}).get("bytes") or 0)
+    kernel_us = sum(v[1] for v in kernels.values())
+    copy_us = sum(v[1] for v in copies.values())
+    device_us = kernel_us + copy_us
+    if device_us <= 0:
+        return None
+    per = steps if steps else None
+    top = sorted(kernels.items(), key=lambda kv: kv[1][1], reverse=True)[:TOP_KERNELS]
+    return {
+        "steps": per,
+        "device_us": device_us, "kernel_us": kernel_us, "copy_us": copy_us,
+        "kernel_count": sum(v[0] for v in kernels.values()), "distinct_kernels": len(kernels),
+        "top_kernels": [{"name": short_name(n), "full_name": n[:400], "count": c, "total_us": us,
+                         "share": us / device_us, "mean_us": us / c} for n, (c, us) in top],
+        "copies": [{"kind": k, "count": c, "total_us": us, "bytes": b, "share": us / device_us,
+                    "gb_per_s": (b / (us * 1e-6) / 1e9) if us > 0 and b else None}
+                   for k, (c, us, b) in sorted(copies.items(), key=lambda kv: kv[1][1], reverse=True)],
+        "pageable_h2d_share": sum(us for k, (_, us, _) in copies.items() if k == "HtoD pageable") / device_us,
+    }
+
+
+MEM_MARK = "@mem"
+
+
+def memory_per_step(records, step_ends: list, capacity: int | None) -> dict | None:
+    """Device memory at each step from `@mem` records [name, t, t, allocated, peak_allocated, reserved,
+    peak_reserved] (host-side allocator counters, read without a synchronize), matched to the step that ended at
+    or after the sample. None when the run recorded none (CPU runs, older runs)."""
+    marks = sorted((r[1], r[3:7]) for r in records
+                   if isinstance(r, (list, tuple)) and len(r) >= 7 and r[0] == MEM_MARK)
+    if not marks:
+        return None
+    per_step, j = [], 0
+    for i, end in enumerate(step_ends):
+        last = None
+        while j < len(marks) and marks[j][0] <= end:
+            last = marks[j][1]
+            j += 1
+        if last is not None:
+            per_step.append({"index": i, "allocated": int(last[0]), "peak_allocated": int(last[1]),
+                             "reserved": int(last[2]), "peak_reserved": int(last[3])})
+    peak_alloc = max(int(m[1][1]) for m in marks)
+    peak_res = max(int(m[1][3]) for m in marks)
+    share = peak_res / capacity if capacity else None
+    return {"per_step": per_step, "peak_allocated_bytes": peak_alloc, "peak_reserved_bytes": peak_res,
+            "capacity_bytes": capacity, "peak_share_of_capacity": share, "source": "allocator counters"}
+
+
+def memory_finding(peak_bytes: int | None, capacity: int | None, source: str) -> dict | None:
+    if not peak_bytes or not capacity or peak_bytes / capacity < MEMORY_NEAR_CAPACITY:
+        return None
+    share = peak_bytes / capacity
+    return {"kind": "memory", "severity": "moderate", "share": 0.0,
+            "message": f"device memory peaked at {peak_bytes / 2**30:.1f} GiB of {capacity / 2**30:.1f} GiB "
+                       f"({100 * share:.0f}%, {source}): little room for a larger batch or model; mixed precision "
+                       f"(--fix amp) or activation checkpointing frees memory",
+            "evidence": {"peak_bytes": peak_bytes, "capacity_bytes": capacity, "share": share,
+                         "threshold": MEMORY_NEAR_CAPACITY, "source": source},
+            "fixes": ["amp"]}

@@ -1,0 +1,62 @@
+"""Wiring for the report's GPU section: top kernels and copies from the run's trace (analyzers/gpu_kernels.py),
+device memory per step from the `@mem` records and its capacity finding; the ranked "do this next" list
+(analyzers/actions.py). CPU runs get None for both GPU blocks."""
+from __future__ import annotations
+
+import gzip
+import json
+
+from haiprof.analyzers import actions
+from haiprof.analyzers import gpu_kernels as G
+
+from ..rundir import RunDir
+
+MAX_TRACE_BYTES = 512 * 2**20     # a tracing window of a few steps; larger files are `haiprof analyze` territory
+
+
+def _trace_events(run_dir: RunDir) -> tuple[list, dict]:
+    for name in ("trace.json.gz", "trace.json"):
+        p = run_dir.file(name)
+        if not p.is_file() or p.stat().st_size > MAX_TRACE_BYTES:
+            continue
+        try:
+            opener = gzip.open if name.endswith(".gz") else open
+            with opener(p, "rt", encoding="utf-8") as f:
+                data = json.load(f)
+        except (OSError, ValueError, EOFError):
+            return [], {}
+        if isinstance(data, dict) and isinstance(data.get("traceEvents"), list):
+            return data["traceEvents"], data
+    return [], {}
+
+
+def _capacity(trace: dict, hardware: dict | None) -> int | None:
+    props = trace.get("deviceProperties") or []
+    if props and isinstance(props[0], dict) and props[0].get("totalGlobalMem"):
+        return int(props[0]["totalGlobalMem"])
+    devs = ((hardware or {}).get("gpu") or {}).get("devices") or {}
+    return next((int(d["mem_total_bytes"]) for d in devs.values() if d.get("mem_total_bytes")), None)
+
+
+def analyze(run_dir: RunDir, records: list, steps: list, hardware: dict | None, op_trace: dict | None) -> dict:
+    """{"gpu": top kernels and copies or None, "memory": per-step memory or None, "findings": [...]}"""
+    events, trace = _trace_events(run_dir) if (op_trace or {}).get("gpu") else ([], {})
+    traced_steps = ((op_trace or {}).get("gpu") or {}).get("steps")
+    gpu = G.summarize(events, traced_steps) if events else None
+    capacity = _capacity(trace, hardware)
+    memory = G.memory_per_step(records, [st.end_ns for st in steps], capacity)
+    findings = []
+    if memory:
+        f = G.memory_finding(memory["peak_reserved_bytes"], capacity, "peak reserved by PyTorch's allocator")
+    else:   # older runs and runs without CUDA allocator counters: NVML's peak memory used on the device
+        devs = ((hardware or {}).get("gpu") or {}).get("devices") or {}
+        f = next((G.memory_finding(d.get("mem_used_bytes_max"), d.get("mem_total_bytes"), "NVML, device-wide")
+                  for d in devs.values() if G.memory_finding(d.get("mem_used_bytes_max"), d.get("mem_total_bytes"),
+                                                             "NVML")), None)
+    if f:
+        findings.append(f)
+    return {"gpu": gpu, "memory": memory, "findings": findings}
+
+
+def next_steps(summary: dict) -> list[dict]:
+    return actions.rank(summary)

@@ -1,0 +1,110 @@
+"""The report's GPU section, from the device-first analysis (summary["device"]), the tracing window's kernels and
+copies (summary["gpu"]) and device memory per step (summary["memory"]). Reads the finished summary only."""
+from __future__ import annotations
+
+from . import charts
+from .escape import esc
+
+IDLE_LABELS = {"dataloader": "host waiting for the DataLoader", "h2d": "host in a synchronous copy",
+               "forward": "host dispatching forward", "backward": "host dispatching backward",
+               "optimizer": "host dispatching the optimizer", "allreduce": "host in a collective",
+               "other": "host in Python outside the training phases"}
+
+
+def _pct(x) -> str:
+    return "n/a" if x is None else f"{100 * x:.0f}%"
+
+
+def _busy_chart(dev: dict, warmup: int) -> dict:
+    per = dev.get("per_step") or []
+    xs = [p["index"] for p in per]
+    busy = [p["busy_s"] * 1e3 for p in per]
+    idle = [max(0.0, (p["duration_s"] - p["busy_s"]) * 1e3) for p in per]
+    totals = [b + i for b, i in zip(busy, idle)]
+    steady = [t for p, t in zip(per, totals) if not p["traced"] and p["index"] > warmup]
+    yaxis, notes = charts.clip_outliers(xs, totals, steady, "ms")
+    return {"data": [{"type": "bar", "name": "GPU busy", "x": xs, "y": busy, "marker": {"color": "#4c78a8"}},
+                     {"type": "bar", "name": "GPU idle", "x": xs, "y": idle, "marker": {"color": "#bab0ac"}}],
+            "layout": charts._layout("GPU busy and idle per step (device clock)", "ms", barmode="stack",
+                                     annotations=notes, yaxis=yaxis, xaxis={"title": {"text": "step"}})}
+
+
+def _memory_chart(mem: dict) -> dict:
+    per = mem["per_step"]
+    xs = [p["index"] for p in per]
+    gib = 2 ** -30
+    return {"data": [{"type": "scatter", "mode": "lines+markers", "name": "peak allocated (so far)", "x": xs,
+                      "y": [p["peak_allocated"] * gib for p in per]},
+                     {"type": "scatter", "mode": "lines+markers", "name": "peak reserved (so far)", "x": xs,
+                      "y": [p["peak_reserved"] * gib for p in per]}],
+            "layout": charts._layout("Device memory per step", "GiB", xaxis={"title": {"text": "step"}},
+                                     yaxis={"title": {"text": "GiB"}, "range": [0, (mem.get("capacity_bytes") or
+                                            max(p["peak_reserved"] for p in per) * 1.2) * gib]})}
+
+
+def _kernels(g: dict) -> str:
+    steps = g.get("steps")
+    per = f" per traced step ({steps} steps)" if steps else ""
+    rows = "".join(
+        f'<tr><td><code title="{esc(k["full_name"])}">{esc(k["name"])}</code></td><td>{k["count"]}</td>'
+        f'<td>{k["total_us"] / 1e3 / (steps or 1):.2f}</td><td>{k["mean_us"]:.1f}</td><td>{_pct(k["share"])}</td></tr>'
+        for k in g["top_kernels"])
+    head = (f"<h4>Top kernels by GPU time</h4><p class='note'>{g['kernel_count']} kernel launches of "
+            f"{g['distinct_kernels']} distinct kernels in the tracing window; times{esc(per)}.</p>")
+    return (head + '<table class="grid" id="top-kernels"><tr><th>kernel</th><th>launches</th><th>ms</th>'
+            f"<th>mean µs</th><th>share of GPU time</th></tr>{rows}</table>")
+
+
+def _gbs(x) -> str:
+    return "n/a" if not x else f"{x:.1f}"
+
+
+def _copies(g: dict) -> str:
+    if not g["copies"]:
+        return "<p class='note'>No copies or memsets on the device in the tracing window.</p>"
+    rows = "".join(
+        f"<tr><td>{esc(c['kind'])}</td><td>{c['count']}</td><td>{c['bytes'] / 1e6:.1f}</td>"
+        f"<td>{c['total_us'] / 1e3:.2f}</td><td>{_gbs(c['gb_per_s'])}</td>"
+        f"<td>{_pct(c['share'])}</td></tr>" for c in g["copies"])
+    return ("<h4>Copies by kind</h4><table class='grid' id='gpu-copies'><tr><th>kind</th><th>count</th><th>MB</th>"
+            f"<th>ms</th><th>GB/s</th><th>share of GPU time</th></tr>{rows}</table>")
+
+
+def _memory(d, figs) -> str:
+    mem = d.summary.get("memory")
+    f = next((x for x in d.summary.get("findings", []) if x.get("kind") == "memory"), None)
+    warn = f'<p class="warn">{esc(f["message"])}</p>' if f else ""
+    if not mem or not mem.get("per_step"):
+        return ("<h4>Memory</h4>" + warn + "<p class='unavailable'>Per-step device memory was not recorded for "
+                "this run (recorded by haiprof run on CUDA from the allocator's counters).</p>")
+    figs["gpu-mem"] = _memory_chart(mem)
+    cap = mem.get("capacity_bytes")
+    facts = (f"peak allocated {mem['peak_allocated_bytes'] / 2**30:.2f} GiB, peak reserved "
+             f"{mem['peak_reserved_bytes'] / 2**30:.2f} GiB" + (f" of {cap / 2**30:.1f} GiB "
+             f"({_pct(mem['peak_share_of_capacity'])})" if cap else ""))
+    return f"<h4>Memory</h4>{warn}<p>{esc(facts)}</p><div class='chart' id='fig-gpu-mem'></div>"
+
+
+def section_gpu(d, figs) -> str:
+    dev, g = d.summary.get("device"), d.summary.get("gpu")
+    if not dev and not g:
+        return ""
+    parts = []
+    if dev:
+        idle = dev.get("idle_by_host") or {}
+        total_idle = sum(idle.values()) or 1.0
+        parts.append(f"<p>On the device clock a steady step takes {dev['steady_step_s'] * 1e3:.1f} ms: the GPU is "
+                     f"busy {_pct(dev['busy_share'])} and idle {_pct(dev['idle_share'])} of it.</p>")
+        figs["gpu-steps"] = _busy_chart(dev, d.summary.get("warmup_steps_excluded", 0))
+        rows = "".join(f"<tr><td>{esc(IDLE_LABELS.get(k, k))}</td><td>{_pct(v)}</td><td>{_pct(v / total_idle)}</td></tr>"
+                       for k, v in sorted(idle.items(), key=lambda kv: -kv[1]) if v >= 0.005)
+        parts.append('<div class="chart" id="fig-gpu-steps"></div><h4>Why the GPU was idle</h4>'
+                     '<table class="grid" id="gpu-idle"><tr><th>what the host was doing</th><th>share of step</th>'
+                     f"<th>share of idle time</th></tr>{rows}</table>")
+    if g:
+        parts += [_kernels(g), _copies(g)]
+    else:
+        parts.append("<p class='unavailable'>No kernel trace for this run: kernels and copies are listed from "
+                     "the op-level tracing window.</p>")
+    parts.append(_memory(d, figs))
+    return f'<section id="gpu"><h3>GPU</h3>{"".join(parts)}</section>'

@@ -1,0 +1,77 @@
+"""The report of real H100 runs (shared/gpu-runs, re-analysed with `haiprof report`) in headless Chromium: the
+action first ("do this next" above the fold, pinned memory on the pageable-copy run), kernels listed on the
+matmul-bound run, the step chart's axis set by the steady steps, no console errors, no network, ≤ 1.5 MB.
+Screenshots stay in the test's tmp dir as artifacts."""
+import json
+import os
+import shutil
+from pathlib import Path
+
+import pytest
+
+from conftest import REPO, load_summary, run_haiprof
+from test_report_browser import MAX_REPORT_BYTES, browser, open_report  # noqa: F401  (fixture)
+
+GPU_RUNS = Path(os.environ.get("HAIPROF_GPU_RUNS", REPO.parent / "shared" / "gpu-runs"))
+RUNS = GPU_RUNS / "h100-2026-11-22"
+
+pytestmark = pytest.mark.skipif(not (RUNS / "h2d_base").is_dir() or not (RUNS / "compute_base").is_dir(),
+                                reason=f"no recorded GPU runs at {GPU_RUNS}")
+
+
+def _report(tmp_path, name):
+    d = tmp_path / name
+    shutil.copytree(RUNS / name, d)
+    for p in [d, *d.rglob("*")]:
+        p.chmod(0o755 if p.is_dir() else 0o644)
+    r = run_haiprof("report", "--quiet", d, timeout=300)
+    assert r.returncode == 0 and "could not write" not in r.stderr, r.stderr
+    return d
+
+
+def _check_page(browser, d, tmp_path, name):
+    report = d / "report.html"
+    assert report.stat().st_size <= MAX_REPORT_BYTES
+    page, problems, requests = open_report(browser, report)
+    assert problems == []
+    assert requests == [report.as_uri()]
+    box = page.locator("#next").bounding_box()
+    assert box and box["y"] + box["height"] <= page.viewport_size["height"], box
+    page.screenshot(path=str(tmp_path / f"{name}-top.png"))
+    page.screenshot(path=str(tmp_path / f"{name}-full.png"), full_page=True)
+    return page
+
+
+def test_pageable_copies_say_pin_memory(browser, tmp_path):
+    d = _report(tmp_path, "h2d_base")
+    s = load_summary(d)
+    assert s["next_steps"][0]["fix"] == "prefetch"
+    assert s["gpu"]["copies"][0]["kind"] == "HtoD pageable"
+    page = _check_page(browser, d, tmp_path, "h2d_base")
+    text = page.locator("#next").inner_text()
+    assert "pin" in text.lower() and "pageable" in text and "haiprof run --fix prefetch" in text
+    # the GPU section: busy/idle per step drawn, idle split by host cause, copies with bandwidth
+    assert page.locator("#fig-gpu-steps .bars path").count() >= 20
+    assert "waiting for the DataLoader" in page.locator("#gpu-idle").inner_text()
+    assert "HtoD pageable" in page.locator("#gpu-copies").inner_text()
+    page.close()
+
+
+def test_matmul_bound_run_lists_kernels_and_steady_axis(browser, tmp_path):
+    d = _report(tmp_path, "compute_base")
+    s = load_summary(d)
+    page = _check_page(browser, d, tmp_path, "compute_base")
+    rows = page.locator("#top-kernels tr")
+    assert rows.count() >= 4
+    assert "gemm" in page.locator("#top-kernels").inner_text()
+    # the step chart's y-axis is set by the steady steps: the start-up step is clipped and labelled
+    figs = json.loads(page.locator("#haiprof-figures").text_content())
+    steps = figs["steps"]
+    totals = [sum(t["y"][i] for t in steps["data"]) for i in range(len(steps["data"][0]["y"]))]
+    top = steps["layout"]["yaxis"]["range"][1]
+    assert max(totals) > top >= s["step_time_s"]["steady"] * 1e3
+    assert steps["layout"]["annotations"], "clipped steps are labelled with their own time"
+    for fig in figs.values():    # no axis with negative ticks: every bar chart starts at zero
+        rng = fig["layout"].get("yaxis", {}).get("range")
+        assert rng is None or rng[0] >= 0
+    page.close()
