@@ -65,3 +65,42 @@ def text_lines(cmp: dict, name_a: str = "before", name_b: str = "after") -> list
     verdict = f"verdict: {a['bottleneck']} -> {b['bottleneck']}"
     lines.append(verdict + (" (changed)" if cmp["verdict_changed"] else " (unchanged)"))
     return lines
+
+
+def _pct(xs: list, q: float):
+    s = sorted(xs)
+    return s[min(len(s) - 1, int(round(q * (len(s) - 1))))] if s else None
+
+
+def step_distribution(before_s: list, after_s: list, bins: int = 16) -> dict | None:
+    """Step times of both runs on shared bins (ms), for a before/after histogram, with p50/p90 of each.
+
+    Bins span both runs' steady steps up to 1.5x the larger p90 (start-up outliers land in a last "slower" bin,
+    so they never set the axis). None when either run has no steps."""
+    a = [x * 1e3 for x in before_s or [] if isinstance(x, (int, float)) and x > 0]
+    b = [x * 1e3 for x in after_s or [] if isinstance(x, (int, float)) and x > 0]
+    if not a or not b:
+        return None
+    lo = min(min(a), min(b))
+    hi = 1.5 * max(_pct(a, 0.9), _pct(b, 0.9))
+    hi = max(hi, lo * 1.01 + 1e-6)
+    width = (hi - lo) / bins
+    edges = [lo + i * width for i in range(bins + 1)]
+
+    def counts(xs):
+        c = [0] * (bins + 1)   # the last one: slower than the axis
+        for x in xs:
+            c[min(bins, int((x - lo) / width)) if x < hi else bins] += 1
+        return c
+
+    return {"edges_ms": edges, "before": counts(a), "after": counts(b),
+            "before_p50_ms": _pct(a, 0.5), "before_p90_ms": _pct(a, 0.9),
+            "after_p50_ms": _pct(b, 0.5), "after_p90_ms": _pct(b, 0.9),
+            "steps_before": len(a), "steps_after": len(b)}
+
+
+def describe_target(key: tuple) -> str:
+    """A run's command for a message, from runtime.fixrun.target_key's tuple (kind, what, argv, rank)."""
+    kind, what, argv = key[0], key[1], key[2] if len(key) > 2 else ()
+    head = f"-m {what}" if kind == "module" else str(what)
+    return " ".join([head, *map(str, argv)])

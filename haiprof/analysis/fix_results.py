@@ -9,7 +9,7 @@ import json
 
 from haiprof.analyzers import fix_gain
 from haiprof.analyzers import thresholds as T
-from haiprof.analyzers.compare import compare_summaries, text_lines
+from haiprof.analyzers.compare import compare_summaries, step_distribution, text_lines
 from haiprof.analyzers.loss_guard import compare_losses
 from haiprof.analyzers.steps import build_steps
 
@@ -42,6 +42,18 @@ def step_durations(run_dir: RunDir, summary: dict) -> list[float]:
     except (OSError, ValueError):
         return []
     return [st.duration_ns / 1e9 for st in steps[T.WARMUP_STEPS:] if not st.traced]
+
+
+def before_after(a: RunDir, sa: dict, b: RunDir, sb: dict) -> dict:
+    """`haiprof compare A B`: {"comparison" (with "step_distribution"), "gain", "loss_guard" (None unless both
+    runs recorded losses)}: the same numbers a fixed run's report shows against its baseline."""
+    cmp = compare_summaries(sa, sb)
+    da, db = step_durations(a, sa), step_durations(b, sb)
+    cmp["step_distribution"] = step_distribution(da, db)
+    gain = fix_gain.fix_gain(cmp["before"], cmp["after"], applied_ids(sb.get("fixes") or {}), da, db)
+    la, lb = read_losses(a), read_losses(b)
+    guard = compare_losses(la, lb) if la is not None and lb is not None else None
+    return {"comparison": cmp, "gain": gain, "loss_guard": guard}
 
 
 def applied_ids(fixes: dict) -> list[str]:
@@ -81,6 +93,7 @@ def add_fix_results(run_dir: RunDir, meta: dict, summary: dict) -> None:
     gain = fix_gain.fix_gain(cmp["before"], cmp["after"], applied_ids(summary["fixes"]),
                              step_durations(rd, base_summary), step_durations(run_dir, summary))
     summary["fixes"]["gain"] = gain
+    cmp["step_distribution"] = step_distribution(step_durations(rd, base_summary), step_durations(run_dir, summary))
     if gain["regression"]:
         summary["findings"].insert(0, {
             "kind": "fix-regression", "severity": "high", "share": 0.0, "message": gain["message"],

@@ -1,19 +1,22 @@
-"""`haiprof compare RUN_A RUN_B`: before (A) / after (B) of two run directories, as console text.
+"""`haiprof compare RUN_A RUN_B`: before (A) / after (B) of two run directories, as console text, JSON (--json)
+or a self-contained page (--html OUT).
 
-Step time, throughput, per-phase time per step, the verdict of each, and the loss guard when both runs recorded
-their losses. A fixed run's own report shows the same comparison against its baseline (render/fixes_panel.py).
+Step time, throughput, per-phase time per step, the step-time distributions, the verdict of each, and the loss
+guard when both runs recorded their losses. A fixed run's own report shows the same comparison against its
+baseline (render/fixes_panel.py). Runs of different commands (script or module, and its arguments) are refused
+unless --force: their step times and losses are not a before/after of anything.
 """
 from __future__ import annotations
 
 import argparse
 import json
 import sys
+from pathlib import Path
 
-from haiprof.analyzers.compare import compare_summaries, text_lines
-from haiprof.analyzers.fix_gain import fix_gain
+from haiprof.analyzers.compare import describe_target, text_lines
 from haiprof.analyzers.fix_gain import text_lines as fix_gain_lines
-from haiprof.analyzers.loss_guard import compare_losses
 
+from ..errors import UserError
 from ..rundir import RunDir
 
 
@@ -26,38 +29,63 @@ def load_summary(run_dir: RunDir) -> dict:
         return analyze(run_dir).summary
 
 
+def command_mismatch(meta_a: dict, meta_b: dict) -> str | None:
+    """Why A and B are not runs of the same command (ranks aside), or None when they are."""
+    from ..runtime.fixrun import target_key
+    ka, kb = target_key(meta_a)[:3], target_key(meta_b)[:3]
+    if ka == kb:
+        return None
+    return f"the runs are of different commands (A: {describe_target(ka)}; B: {describe_target(kb)})"
+
+
+def _write_html(path: Path, html: str) -> None:
+    try:
+        path.parent.mkdir(parents=True, exist_ok=True)
+        tmp = path.with_name("." + path.name + ".tmp")
+        tmp.write_text(html, encoding="utf-8")
+        tmp.replace(path)
+    except OSError as e:
+        raise UserError(f"cannot write {path}: {e.strerror or e}") from None
+
+
 def cmd_compare(argv: list[str]) -> int:
     p = argparse.ArgumentParser(prog="haiprof compare",
                                 description="Compare two runs: RUN_A (before) and RUN_B (after).")
     p.add_argument("run_a", metavar="RUN_A")
     p.add_argument("run_b", metavar="RUN_B")
     p.add_argument("--json", action="store_true", help="print the comparison as JSON")
+    p.add_argument("--html", metavar="OUT", type=Path,
+                   help="also write the before/after as a self-contained page (no network) to OUT")
+    p.add_argument("--force", action="store_true", help="compare runs of different commands")
     try:
         ns = p.parse_args(argv)
     except SystemExit as e:
         return int(e.code or 0)
-    from ..analysis.fix_results import read_losses
     a, b = RunDir.open(ns.run_a), RunDir.open(ns.run_b)
-    a.read_meta()
-    b.read_meta()
+    ma, mb = a.read_meta(), b.read_meta()
+    mismatch = command_mismatch(ma, mb)
+    if mismatch and not ns.force:
+        raise UserError(f"{mismatch}: pass --force to compare them anyway")
     sa, sb = load_summary(a), load_summary(b)
-    cmp = compare_summaries(sa, sb)
-    from ..analysis.fix_results import applied_ids, step_durations
-    gain = fix_gain(cmp["before"], cmp["after"], applied_ids(sb.get("fixes") or {}),
-                    step_durations(a, sa), step_durations(b, sb))
-    la, lb = read_losses(a), read_losses(b)
-    guard = compare_losses(la, lb) if la is not None and lb is not None else None
+    from ..analysis.fix_results import before_after
+    result = before_after(a, sa, b, sb)
+    cmp, gain, guard = result["comparison"], result["gain"], result["loss_guard"]
+    if ns.html is not None:
+        from ..render.before_after import page
+        notes = [f"compared with --force: {mismatch}"] if mismatch else []
+        _write_html(ns.html, page(result, str(a.path), str(b.path), notes))
     if ns.json:
-        print(json.dumps({"comparison": cmp, "gain": gain, "loss_guard": guard}, indent=1, default=str))
+        print(json.dumps({**result, "different_commands": mismatch}, indent=1, default=str))
         return 0
+    if mismatch:
+        print(f"WARNING: {mismatch}")
     if gain.get("message"):
         print(f"WARNING: {gain['message']}")
     print(f"A (before): {a.path}  [{sa.get('bottleneck')}] {sa.get('headline')}")
     print(f"B (after):  {b.path}  [{sb.get('bottleneck')}] {sb.get('headline')}")
-    for run, s in (("B", sb),):
-        fx = s.get("fixes")
-        if fx:
-            print(f"fixes in {run}: " + ", ".join(f"{r['id']} {r['status']}" for r in fx.get("results") or []))
+    fx = sb.get("fixes")
+    if fx:
+        print("fixes in B: " + ", ".join(f"{r['id']} {r['status']}" for r in fx.get("results") or []))
     for line in fix_gain_lines(gain):
         if not line.startswith("WARNING"):
             print(line)
@@ -65,5 +93,7 @@ def cmd_compare(argv: list[str]) -> int:
         print(line)
     if guard is not None:
         print(f"loss guard: {guard['status']}: {guard['message']}")
+    if ns.html is not None:
+        print(f"page: {ns.html}")
     sys.stdout.flush()
     return 0

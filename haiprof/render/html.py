@@ -12,18 +12,13 @@ from pathlib import Path
 
 from . import charts, hardware, minichart
 from .escape import esc
+from .escape import json_for_script as _json_for_script
 from .gpu import section_gpu      # device-first GPU view (CUDA runs)
 from .top import fix_command, section_next, toc  # noqa: F401  (fix_command: used by other panels)
 from .ops import section_ops   # op-level trace panel (tracing window)
 from .ranks import section_ranks  # distributed runs (issue 5)
 
 PHASES = ("dataloader", "h2d", "forward", "backward", "optimizer", "allreduce", "other")
-
-
-def _json_for_script(obj) -> str:
-    # Inside <script>, "</script>" or "<!--" in a string would end the block: escape the characters instead.
-    return (json.dumps(obj, separators=(",", ":"), default=str)
-            .replace("<", "\\u003c").replace(">", "\\u003e").replace("&", "\\u0026"))
 
 
 # -- sections ------------------------------------------------------------------------------------------------
