@@ -22,3 +22,32 @@ def test_doctor_lists_every_collector_with_reason_and_host_facts():
 def test_doctor_bad_option_is_one_line():
     r = run_haiprof("doctor", "--nope", timeout=60)
     assert r.returncode != 0 and "Traceback" not in r.stderr
+
+
+def test_doctor_reports_cuda_kineto_and_cupti():
+    import torch
+    r = run_haiprof("doctor", timeout=60)
+    assert r.returncode == 0, r.stderr
+    tail = r.stdout.split("\ntorch:\n", 1)[1]
+    for word in ("torch: ", "CUDA: ", "torch.profiler (Kineto): ", "CUPTI: "):
+        assert word in tail, tail
+    t = json.loads(run_haiprof("doctor", "--json", timeout=60).stdout)["torch"]
+    assert t["torch"] == torch.__version__ and t["cuda_available"] == torch.cuda.is_available()
+    assert t["kineto"] is True and "CPU" in t["profiler_activities"]
+    if torch.version.cuda is None:
+        assert t["cupti"]["found"] is None and "CPU-only" in tail
+
+
+def test_doctor_cuda_build_without_cupti_says_what_is_missing(monkeypatch):
+    import torch
+
+    from haiprof.commands import doctor
+    monkeypatch.setattr(torch.version, "cuda", "12.4")
+    monkeypatch.setattr(doctor, "_find_cupti", lambda: None)
+    t = doctor.torch_facts()
+    assert t["cupti"] == {"found": False, "where": None}
+    text = "\n".join(doctor.torch_lines(t))
+    assert "CUDA: built for 12.4" in text and "CUPTI: not found" in text
+    monkeypatch.setattr(doctor, "_find_cupti", lambda: "/opt/x/libcupti.so.12")
+    assert "CUPTI: /opt/x/libcupti.so.12" in "\n".join(doctor.torch_lines(doctor.torch_facts()))
+    assert "unavailable" in doctor.torch_lines({"torch": None, "error": "import torch failed"})[0]

@@ -75,6 +75,24 @@ def test_export_chrome_structure(seeded_run, tmp_path):
     assert all(e["pid"] == SYSTEM_PID for e in events if e["ph"] == "C")
     names = {e["args"]["name"] for e in events if e["ph"] == "M" and e["name"] == "process_name"}
     assert names == {"haiprof rank 0", "haiprof system"}
+    threads = {e["args"]["name"] for e in events if e["ph"] == "M" and e["name"] == "thread_name"}
+    assert "phases (CUDA events)" not in threads   # a CPU run: no empty CUDA-events track (issue 13)
+
+
+def test_export_cuda_events_track_when_there_are_gpu_records(seeded_run, tmp_path):
+    from haiprof.commands.export import TID_GPU, phase_events
+    from haiprof.rundir import RunDir
+    run = tmp_path / "run"
+    shutil.copytree(seeded_run, run)
+    records = (run / "phases.jsonl").read_text().splitlines()
+    first = json.loads(next(x for x in records if x.startswith('["forward"')))
+    with open(run / "phases.jsonl", "a") as f:
+        f.write(json.dumps(["gpu:forward", first[1], first[2]]) + "\n")
+    rd = RunDir(run)
+    events = phase_events(0, rd, rd.read_meta(), 0)
+    names = {e["args"]["name"] for e in events if e["ph"] == "M" and e["name"] == "thread_name"}
+    assert "phases (CUDA events)" in names
+    assert any(e["ph"] == "X" and e["tid"] == TID_GPU and e["name"] == "forward" for e in events)
 
 
 def test_export_default_path_and_gzip(seeded_run, tmp_path):

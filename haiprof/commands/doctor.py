@@ -1,5 +1,7 @@
 """`haiprof doctor`: which collectors work on this host, why not, how to enable them, and the host facts the
-analyzers use (cores, NUMA nodes, GPUs, NICs)."""
+analyzers use (cores, NUMA nodes, GPUs, NICs), and what torch brings: its CUDA build and whether a device is
+usable (torch.cuda.is_available(), which creates no CUDA context), torch.profiler's Kineto backend (the
+tracing window), and CUPTI (Kineto's kernel-level view of CUDA builds)."""
 from __future__ import annotations
 
 import argparse
@@ -33,6 +35,82 @@ def _host_facts(sysfs_root: str = "/sys") -> dict:
     }
 
 
+CUPTI_DIRS = ("torch/lib", "nvidia/cuda_cupti/lib", "nvidia/cu13/lib", "nvidia/cu12/lib")
+
+
+def _find_cupti() -> str | None:
+    """Where libcupti is: beside torch's libraries, in the nvidia-cuda-cupti wheel, under CUDA_HOME, or on the
+    loader's path; None when nowhere."""
+    import ctypes.util
+    import glob
+    import site
+    import sys
+    roots = [*site.getsitepackages(), site.getusersitepackages(), *sys.path]
+    cands = [os.path.join(r, d) for r in roots if isinstance(r, str) for d in CUPTI_DIRS]
+    for home in (os.environ.get("CUDA_HOME"), os.environ.get("CUDA_PATH"), "/usr/local/cuda"):
+        if home:
+            cands += [os.path.join(home, "extras", "CUPTI", "lib64"), os.path.join(home, "lib64")]
+    for d in cands:
+        hits = sorted(glob.glob(os.path.join(d, "libcupti.so*")))
+        if hits:
+            return hits[0]
+    return ctypes.util.find_library("cupti")
+
+
+def torch_facts() -> dict:
+    """torch's version, CUDA build and availability, Kineto, CUPTI. Never raises (a broken torch is a fact)."""
+    try:
+        import torch
+    except Exception as e:
+        return {"torch": None, "error": f"import torch failed: {type(e).__name__}: {e}"}
+    out: dict = {"torch": torch.__version__, "cuda_build": getattr(torch.version, "cuda", None)}
+    try:
+        out["cuda_available"] = bool(torch.cuda.is_available())   # no CUDA context is created
+        out["cuda_devices"] = torch.cuda.device_count() if out["cuda_available"] else 0
+    except Exception as e:
+        out["cuda_available"], out["cuda_error"] = False, f"{type(e).__name__}: {e}"
+    try:
+        kineto = getattr(torch.autograd, "kineto_available", None) or torch._C._autograd._kineto_available
+        out["kineto"] = bool(kineto())
+        import torch.profiler
+        out["profiler_activities"] = sorted(a.name for a in torch.profiler.supported_activities())
+    except Exception as e:
+        out["kineto"], out["kineto_error"] = False, f"{type(e).__name__}: {e}"
+    if out["cuda_build"]:
+        where = _find_cupti()
+        out["cupti"] = {"found": where is not None, "where": where}
+    else:
+        out["cupti"] = {"found": None, "where": None, "note": "not applicable: CPU-only torch build"}
+    return out
+
+
+def torch_lines(t: dict) -> list[str]:
+    if not t.get("torch"):
+        return [f"  torch: unavailable ({t.get('error')})"]
+    lines = [f"  torch: {t['torch']}"]
+    if not t.get("cuda_build"):
+        lines.append("  CUDA: CPU-only torch build (no GPU collectors, CUDA events or kernel traces)")
+    else:
+        avail = (f"available, {t.get('cuda_devices')} device(s)" if t.get("cuda_available")
+                 else "not available (" + (t.get("cuda_error") or "no usable device or driver") + ")")
+        lines.append(f"  CUDA: built for {t['cuda_build']}, {avail}")
+    if t.get("kineto"):
+        acts = ", ".join(t.get("profiler_activities") or [])
+        lines.append(f"  torch.profiler (Kineto): built in, activities {acts} (--trace-steps works)")
+    else:
+        lines.append("  torch.profiler (Kineto): not built in (" + (t.get("kineto_error") or "this torch build")
+                     + "): --trace-steps records nothing")
+    c = t.get("cupti") or {}
+    if c.get("found") is None:
+        lines.append(f"  CUPTI: {c.get('note')}")
+    elif c["found"]:
+        lines.append(f"  CUPTI: {c['where']}")
+    else:
+        lines.append("  CUPTI: not found: the tracing window has no GPU kernels "
+                     "(install the nvidia-cuda-cupti wheel matching torch's CUDA, or the CUDA toolkit's CUPTI)")
+    return lines
+
+
 def _nvml_gpus() -> list:
     from haiprof.collectors.gpu_nvml import Nvml
     nvml = Nvml()
@@ -60,7 +138,7 @@ def report() -> dict:
             ok, reason = False, f"availability check failed: {type(e).__name__}: {e}"
         rows.append({"collector": cls.name, "available": ok, "reason": reason,
                      "how_to_enable": "" if ok else getattr(cls, "enable_hint", "")})
-    return {"collectors": rows, "host": _host_facts()}
+    return {"collectors": rows, "host": _host_facts(), "torch": torch_facts()}
 
 
 def cmd_doctor(argv: list[str]) -> int:
@@ -91,4 +169,7 @@ def cmd_doctor(argv: list[str]) -> int:
     print("  InfiniBand ports: " + (", ".join(f"{i['port']} {i['rate_gbps']} Gb/s {i['state']}"
                                              for i in h["infiniband_ports"]) or "none"))
     print(f"  perf_event_paranoid: {h['perf_event_paranoid']}")
+    print("torch:")
+    for line in torch_lines(r["torch"]):
+        print(line)
     return 0

@@ -74,8 +74,7 @@ def phase_events(rank: int, run_dir: RunDir, meta: dict, base_wall_ns: int) -> l
     events = [_meta_event("process_name", pid, 0, f"haiprof rank {rank}"),
               _meta_event("process_sort_index", pid, 0, rank),
               _meta_event("thread_name", pid, TID_STEPS, "steps"),
-              _meta_event("thread_name", pid, TID_HOST, "phases (host)"),
-              _meta_event("thread_name", pid, TID_GPU, "phases (CUDA events)")]
+              _meta_event("thread_name", pid, TID_HOST, "phases (host)")]
     slices, step_marks = [], []
 
     def us(t_ns: int) -> float:
@@ -92,6 +91,8 @@ def phase_events(rank: int, run_dir: RunDir, meta: dict, base_wall_ns: int) -> l
                        "dur": (e - s) / 1e3})
     # A parent must come before its children at the same start for viewers to nest them.
     slices.sort(key=lambda ev: (ev["tid"], ev["ts"], -ev["dur"]))
+    if any(ev["tid"] == TID_GPU for ev in slices):   # CPU runs: no empty CUDA-events track
+        events.append(_meta_event("thread_name", pid, TID_GPU, "phases (CUDA events)"))
     events += slices
     step_marks.sort()
     first = min([ev["ts"] for ev in slices if ev["tid"] == TID_HOST] or [None]) if step_marks else None
