@@ -40,8 +40,19 @@ def split_target(parser: argparse.ArgumentParser, argv: list[str]) -> tuple[list
 
 def _run_parser() -> argparse.ArgumentParser:
     p = argparse.ArgumentParser(
-        prog="haiprof run", usage="haiprof run [options] (SCRIPT | -m MODULE) [ARGS ...]",
-        description="Run a PyTorch training script as python would, profile it, write a report.")
+        prog="haiprof run",
+        usage="haiprof run [options] (SCRIPT | -m MODULE) [ARGS ...]\n"
+              "       haiprof run [options] -- torchrun [TORCHRUN_OPTIONS] SCRIPT [ARGS ...]",
+        description="Run a PyTorch training script as python would, profile it, write a report.",
+        formatter_class=argparse.RawDescriptionHelpFormatter,
+        epilog="examples:\n"
+               "  haiprof run train.py --epochs 1                   everything after SCRIPT is the script's\n"
+               "  haiprof run -m mypackage.train                    modules, as with python -m\n"
+               "  haiprof run --nproc-per-node 2 train.py           haiprof starts torch's elastic launcher\n"
+               "  haiprof run --out runs/job -- torchrun --nproc-per-node 8 train.py\n"
+               "                                                    wrap an existing torchrun (or python -m\n"
+               "                                                    torch.distributed.run) command line\n"
+               "  haiprof run --fix auto train.py                   apply what the diagnosis recommends")
     p.add_argument("--out", metavar="DIR", help="run directory (default haiprof-runs/<name>-<timestamp>/)")
     p.add_argument("--steps", type=int, metavar="N", help="stop the script cleanly after N optimizer steps")
     p.add_argument("--quiet", action="store_true", help="print nothing but the script's own output")
