@@ -1,5 +1,6 @@
 """End to end: the two bundled input-bound variants get the right split, and the report explains what is missing."""
 import json
+from html import escape as esc
 
 import pytest
 
@@ -30,10 +31,11 @@ def test_split_on_bundled_examples(tmp_path, example, kind):
         assert st["available"] or st["reason"], name
     html = (out / "report.html").read_text()
     assert 'id="hardware"' in html and f"<b>{kind}-bound</b>" in html
-    if not s["hardware"]["collectors"]["gpu"]["available"]:
-        assert "Unavailable: gpu: " in html
+    if not s["hardware"]["collectors"]["gpu"]["available"]:   # named once in Hardware, its reason in Collectors
+        assert "Not collected on this run: gpu" in html
+        assert html.count(esc(s["hardware"]["collectors"]["gpu"]["reason"])) == 1
     if not s["energy"]["available"]:
-        assert "Unavailable: no power source" in html
+        assert "energy (no power source)" in html
     samples = (out / "samples" / "storage.jsonl").read_text().splitlines()
     costs = [json.loads(x)["cost_ns"] for x in samples if x.strip()]
     assert costs and sorted(costs)[len(costs) // 2] < 50_000_000  # a diskstats sample costs well under 50 ms

@@ -1,6 +1,8 @@
 """Report panels for the hardware collectors: GPUs, IB/NIC links, NUMA, disks, memory bandwidth, energy.
 
-Each panel shows its chart, or the collector's recorded reason when it did not run (never an empty chart).
+Each panel shows its chart; collectors that did not run are named once, in one line that points to the
+Collectors section (their reasons and how to enable them are there, not repeated here). Rates read in decimal
+units (kB/s, MB/s, GB/s); a cross-NUMA chart with nothing on it is a sentence instead.
 """
 from __future__ import annotations
 
@@ -8,10 +10,10 @@ from . import charts
 from .escape import esc
 
 
-def _why(hw: dict, *names: str) -> str:
-    reasons = [f"{n}: {hw['collectors'][n]['reason']}" for n in names
-               if n in hw.get("collectors", {}) and hw["collectors"][n].get("reason")]
-    return "; ".join(reasons) or "no data"
+def _missing(missing: list, *names: str) -> str:
+    """Note collectors that did not run (listed once by section_hardware); the panel itself draws nothing."""
+    missing.extend(n for n in names if n not in missing)
+    return ""
 
 
 def _rate_series(d, series: list, scale: float) -> list:
@@ -20,21 +22,24 @@ def _rate_series(d, series: list, scale: float) -> list:
 
 
 def _fmt_rate(x) -> str:
-    return "n/a" if x is None else f"{x / 2**20:.2f} MiB/s"
+    """Bytes per second in decimal units that read: 0 B/s, 950 B/s, 12.3 kB/s, 1.25 MB/s, 3.4 GB/s."""
+    if x is None:
+        return "n/a"
+    for unit, div in (("GB/s", 1e9), ("MB/s", 1e6), ("kB/s", 1e3)):
+        if abs(x) >= div:
+            v = x / div
+            return f"{v:.3g} {unit}" if v < 100 else f"{v:.0f} {unit}"
+    return f"{x:.0f} B/s"
 
 
 def _panel(pid: str, title: str, body: str) -> str:
     return f'<div class="hw-panel" id="hw-{pid}"><h4>{esc(title)}</h4>{body}</div>'
 
 
-def _unavailable(text: str) -> str:
-    return f'<p class="unavailable">Unavailable: {esc(text)}</p>'
-
-
-def _gpu(d, hw, tl, figs) -> str:
+def _gpu(d, hw, tl, figs, missing) -> str:
     devs = hw.get("gpu", {}).get("devices") or {}
     if not devs:
-        return _panel("gpu", "GPUs", _unavailable(_why(hw, "gpu")))
+        return _missing(missing, "gpu")
     rows = "".join(
         f"<tr><td>{esc(i)}</td><td>{esc(g['name'])}</td><td>{(g['sm_util_pct_mean'] or 0):.0f}%</td>"
         f"<td>{(g['power_w_mean'] or 0):.0f} W</td><td>{g['mem_used_bytes_max'] / 2**30:.2f} GiB</td>"
@@ -49,7 +54,7 @@ def _gpu(d, hw, tl, figs) -> str:
                   '<div class="chart" id="fig-hw-gpu-mem"></div>')
 
 
-def _links(d, hw, tl, figs) -> str:
+def _links(d, hw, tl, figs, missing) -> str:
     links = hw.get("links", {})
     rows = ""
     for group in ("infiniband", "nic"):
@@ -60,57 +65,62 @@ def _links(d, hw, tl, figs) -> str:
                      f"<td>{_fmt_rate(s.get('rx_bytes_per_s_mean'))}</td>"
                      f"<td>{'unknown' if not cap else f'{cap * 8 / 1e9:.0f} Gb/s'}</td>"
                      f"<td>{'n/a' if share is None else f'{100 * share:.1f}%'}</td></tr>")
-    notes = "" if links.get("infiniband") else _unavailable(_why(hw, "infiniband"))
+    notes = "" if links.get("infiniband") else _missing(missing, "infiniband")
     if not rows:
-        return _panel("links", "InfiniBand and NICs", notes + _unavailable(_why(hw, "nic")))
-    figs["hw-links"] = charts.timeline_chart("Link throughput", "MiB/s", _rate_series(d, tl.get("links", []), 2**-20))
+        return _missing(missing, "nic")
+    figs["hw-links"] = charts.timeline_chart("Link throughput", "MB/s", _rate_series(d, tl.get("links", []), 1e-6))
     return _panel("links", "InfiniBand and NICs (throughput vs link rate)",
                   f'{notes}<table class="grid"><tr><td>kind</td><td>port</td><td>tx mean</td><td>rx mean</td>'
                   f'<td>link rate</td><td>peak share of link</td></tr>{rows}</table>'
                   '<div class="chart" id="fig-hw-links"></div>')
 
 
-def _numa(d, hw, tl, figs) -> str:
+def _numa(d, hw, tl, figs, missing) -> str:
     n = hw.get("numa", {})
     cross, place = n.get("cross_node", {}), n.get("placement", {})
     if not cross.get("samples"):
-        return _panel("numa", "NUMA", _unavailable(_why(hw, "numa")))
+        return _missing(missing, "numa")
     facts = (f"{cross.get('nodes')} NUMA node(s); cross-node allocations "
              f"{_fmt_rate(cross.get('cross_node_bytes_per_s'))} "
              f"({100 * (cross.get('cross_node_share') or 0):.1f}% of allocations)")
-    figs["hw-numa"] = charts.timeline_chart("Cross-NUMA allocations", "MiB/s", _rate_series(d, tl.get("numa", []), 2**-20))
+    series = _rate_series(d, tl.get("numa", []), 1e-6)
+    if any(v for _, _, ys in series for v in ys):
+        figs["hw-numa"] = charts.timeline_chart("Cross-NUMA allocations", "MB/s", series)
+        chart = "<div class='chart' id='fig-hw-numa'></div>"
+    else:
+        chart = "<p class='note' id='hw-numa-none'>No cross-NUMA traffic: every sampled allocation was node-local.</p>"
     rows = "".join(f"<tr><td>{esc(p['pid'])}</td><td>{esc(p['role'])}</td><td>{esc(p['cpus'])}</td>"
                    f"<td>{esc(p['nodes'])}</td></tr>" for p in place.get("processes", []))
     devs = "".join(f"<tr><td>{esc(k)}</td><td>{esc(x['bdf'])}</td><td>{esc(x['numa_node'])}</td></tr>"
                    for k in ("gpus", "nics") for x in place.get(k, []))
-    return _panel("numa", "NUMA", f"<p>{esc(facts)}</p><div class='chart' id='fig-hw-numa'></div>"
+    return _panel("numa", "NUMA", f"<p>{esc(facts)}</p>{chart}"
                   f"<table class='grid'><tr><td>pid</td><td>role</td><td>CPU affinity</td><td>nodes</td></tr>{rows}"
                   f"</table><table class='grid'><tr><td>device</td><td>PCI</td><td>node</td></tr>{devs}</table>")
 
 
-def _disks(d, hw, tl, figs) -> str:
-    disks = hw.get("disks") or {}
-    if not disks:
-        return _panel("disks", "Disks", _unavailable(_why(hw, "storage")))
-    figs["hw-disks"] = charts.timeline_chart("Disk throughput", "MiB/s", _rate_series(d, tl.get("disks", []), 2**-20))
-    rows = "".join(f"<tr><td>{esc(k)}</td><td>{_fmt_rate(v['read_bytes_per_s_mean'])}</td>"
-                   f"<td>{_fmt_rate(v['write_bytes_per_s_mean'])}</td><td>{(v['reads_per_s_mean'] or 0):.0f}</td>"
-                   f"<td>{100 * (v['busy_share_mean'] or 0):.0f}%</td></tr>" for k, v in disks.items())
-    body = (f"<table class='grid'><tr><td>device</td><td>read</td><td>write</td><td>reads/s</td><td>busy</td></tr>"
-            f"{rows}</table><div class='chart' id='fig-hw-disks'></div>")
-    membw = hw.get("membw") or {}
+def _disks(d, hw, tl, figs, missing) -> str:
+    disks, membw, body = hw.get("disks") or {}, hw.get("membw") or {}, ""
+    if disks:
+        figs["hw-disks"] = charts.timeline_chart("Disk throughput", "MB/s", _rate_series(d, tl.get("disks", []), 1e-6))
+        rows = "".join(f"<tr><td>{esc(k)}</td><td>{_fmt_rate(v['read_bytes_per_s_mean'])}</td>"
+                       f"<td>{_fmt_rate(v['write_bytes_per_s_mean'])}</td><td>{(v['reads_per_s_mean'] or 0):.0f}</td>"
+                       f"<td>{100 * (v['busy_share_mean'] or 0):.0f}%</td></tr>" for k, v in disks.items())
+        body = (f"<table class='grid'><tr><td>device</td><td>read</td><td>write</td><td>reads/s</td><td>busy</td>"
+                f"</tr>{rows}</table><div class='chart' id='fig-hw-disks'></div>")
+    else:
+        _missing(missing, "storage")
     if membw:
-        figs["hw-membw"] = charts.timeline_chart("Memory bandwidth", "MiB/s", _rate_series(d, tl.get("membw", []), 2**-20))
+        figs["hw-membw"] = charts.timeline_chart("Memory bandwidth", "MB/s", _rate_series(d, tl.get("membw", []), 1e-6))
         body += "<div class='chart' id='fig-hw-membw'></div>"
     else:
-        body += f"<div><b>Memory bandwidth</b>{_unavailable(_why(hw, 'membw'))}</div>"
-    return _panel("disks", "Disks and memory bandwidth", body)
+        _missing(missing, "membw")
+    return _panel("disks", "Disks and memory bandwidth", body) if body else ""
 
 
-def _energy(d, figs) -> str:
+def _energy(d, figs, missing) -> str:
     en = d.summary.get("energy") or {}
-    if not en.get("available"):
-        return _panel("energy", "Energy", _unavailable(en.get("reason") or "no power source"))
+    if not en.get("available"):   # its reason is the GPU and RAPL collectors' own, in Collectors
+        return _missing(missing, "energy (no power source)")
     per = d.timelines.get("hardware", {}).get("energy_per_step", [])
     figs["hw-energy"] = {"data": [{"type": "bar", "x": [p["index"] for p in per], "y": [p["joules"] for p in per],
                                    "name": "J/step"}],
@@ -134,6 +144,10 @@ def section_hardware(d, figs) -> str:
     if not hw:
         return ""
     tl = d.timelines.get("hardware", {})
-    parts = [_input(d), _gpu(d, hw, tl, figs), _energy(d, figs), _links(d, hw, tl, figs), _numa(d, hw, tl, figs),
-             _disks(d, hw, tl, figs)]
+    missing: list = []
+    parts = [_input(d), _gpu(d, hw, tl, figs, missing), _energy(d, figs, missing), _links(d, hw, tl, figs, missing),
+             _numa(d, hw, tl, figs, missing), _disks(d, hw, tl, figs, missing)]
+    if missing:
+        parts.append(f'<p class="unavailable" id="hw-missing">Not collected on this run: {esc(", ".join(missing))} '
+                     f'(why, and how to enable each: <a href="#collectors">Collectors</a>)</p>')
     return f'<section id="hardware"><h3>Hardware</h3>{"".join(parts)}</section>'

@@ -8,6 +8,7 @@ from __future__ import annotations
 
 import json
 import re
+import time
 from pathlib import Path
 
 from . import charts, hardware, minichart
@@ -101,10 +102,21 @@ def section_collectors(d, figs):
     return f'<section id="collectors"><h3>Collectors</h3><table class="grid">{rows}</table></section>'
 
 
+def _when(t) -> str:
+    """An epoch time as a local timestamp a person reads (the raw number stays in meta.json)."""
+    if not isinstance(t, (int, float)) or isinstance(t, bool):
+        return "" if t is None else str(t)
+    try:
+        return time.strftime("%Y-%m-%d %H:%M:%S %Z", time.localtime(t)).strip()
+    except (OverflowError, OSError, ValueError):
+        return str(t)
+
+
 def section_meta(d, figs):
     keep = ("command", "cwd", "host", "python", "torch", "cpu_model", "cpu_count", "gpus", "start_time",
             "end_time", "exit_code", "how", "haiprof_version")
-    rows = "".join(f"<tr><td>{esc(k)}</td><td>{esc(d.meta.get(k))}</td></tr>" for k in keep if k in d.meta)
+    rows = "".join(f"<tr><td>{esc(k)}</td><td>{esc(_when(d.meta[k]) if k.endswith('_time') else d.meta[k])}</td></tr>"
+                   for k in keep if k in d.meta)
     return f'<section id="meta"><h3>Run</h3><table class="grid">{rows}</table></section>'
 
 
