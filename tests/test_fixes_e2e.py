@@ -38,8 +38,11 @@ def results(summary):
 def test_prefetch_fused_optim_amp_take_effect_and_loss_holds(runs):
     out, r = fixed_run(runs, "fixed", "prefetch,fused-optim,amp")
     p = probe(r.stdout)
-    assert p["num_workers"] > 1 and p["persistent_workers"]
-    assert p["main_pid"] not in p["batch_pids"] and len(p["batch_pids"]) > 1   # worker processes loaded
+    # The worker count follows the measured cost per batch against compute (fixes/prefetch.workers_for_cost), so
+    # it depends on the machine's load; what must hold is that workers loaded every batch.
+    assert p["num_workers"] >= 1 and p["persistent_workers"]
+    assert p["main_pid"] not in p["batch_pids"]   # worker processes loaded
+    assert len(p["batch_pids"]) == p["num_workers"]   # round-robin: every worker delivered batches
     assert p["fused"] is True
     s = load_summary(out)
     res = results(s)
