@@ -10,6 +10,7 @@ import statistics
 from conftest import SCRIPTS, run_haiprof
 
 STEPS = 120
+ATTEMPTS = 3
 
 
 def _run(tmp_path, name, *opts):
@@ -23,9 +24,9 @@ def _run(tmp_path, name, *opts):
     return own["cpu_ns"], marks, window
 
 
-def test_steps_after_the_window_cost_what_they_cost_without_it(tmp_path):
-    cpu, marks, window = _run(tmp_path, "window")
-    cpu0, _, window0 = _run(tmp_path, "off", "--trace-steps", "0")
+def _ratios(tmp_path, attempt: int) -> tuple[float, float]:
+    cpu, marks, window = _run(tmp_path, f"window-{attempt}")
+    cpu0, _, window0 = _run(tmp_path, f"off-{attempt}", "--trace-steps", "0")
     assert len(cpu) == len(cpu0) == len(marks) == STEPS and window0 == []
     begin, end = window
     # Step k ends at marks[k]; the window covers the profiler's warm-up, 3 traced steps and the export.
@@ -35,5 +36,17 @@ def test_steps_after_the_window_cost_what_they_cost_without_it(tmp_path):
     after = statistics.median(cpu[first_after:])
     same_steps_off = statistics.median(cpu0[first_after:])
     early_off = statistics.median(cpu0[before:first_after])     # the window's steps, without the window
-    assert after <= 1.25 * same_steps_off, (after, same_steps_off)
-    assert after <= 1.5 * early_off, (after, early_off)
+    return after / same_steps_off, after / early_off
+
+
+def test_steps_after_the_window_cost_what_they_cost_without_it(tmp_path):
+    # A left-over profiler slows every later step of every attempt; a busy neighbour on a 2-core machine slows
+    # one attempt. So up to ATTEMPTS pairs, and the best one must be within the bounds.
+    seen = []
+    for attempt in range(ATTEMPTS):
+        same, early = _ratios(tmp_path, attempt)
+        seen.append((round(same, 3), round(early, 3)))
+        if same <= 1.25 and early <= 1.5:
+            return
+    raise AssertionError(f"steps after the tracing window cost more in every attempt (after/off, after/early): "
+                         f"{seen}")
