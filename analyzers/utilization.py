@@ -47,7 +47,7 @@ RATE_SERIES = (("proc_read_bytes", "process read"), ("proc_write_bytes", "proces
 
 
 def system_timelines(samples: list[dict]) -> dict:
-    """Series for the report: {"cpu": [(label, t_s, values)], "mem": [...], "io_mib_s": [...]}."""
+    """Series for the report: {"cpu": [(label, t_s, values)], "cpu_host": [...], "mem": [...], "io_mib_s": [...]}."""
     samples = [s for s in samples if isinstance(s, dict) and "t_ns" in s]
     if not samples:
         return {}
@@ -58,10 +58,12 @@ def system_timelines(samples: list[dict]) -> dict:
     for key, label in RATE_SERIES:
         r = rates(samples, key)
         io.append((label, [a for a, _ in r], [b / 2**20 for _, b in r]))
+    # Two quantities, two charts: a process's CPU is a sum over the cores it runs on (100% = one core, up to
+    # cores x 100%); the host's is a mean of its cores (100% = every core busy).
     return {
         "cpu": [("training process", t, [s.get("cpu_main_pct") for s in samples]),
-                ("children (DataLoader workers)", t, [s.get("cpu_children_pct") for s in samples]),
-                ("system, mean of cores", t, cores)],
+                ("children (DataLoader workers)", t, [s.get("cpu_children_pct") for s in samples])],
+        "cpu_host": [("all processes, mean of cores", t, cores)],
         "mem": [("process tree RSS", t, [s.get("rss_bytes", 0) / 2**30 for s in samples])],
         "io_mib_s": io,
     }

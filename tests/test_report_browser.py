@@ -44,7 +44,7 @@ def test_report_renders_offline(browser, tmp_path):
     assert page.locator("#headline").inner_text() == s["headline"]
     assert "Input-bound" in s["headline"]
     # every chart drawn (render/minichart.py): an SVG with bars for the step chart, lines for the timelines
-    for fig in ("share", "steps", "cpu", "mem", "io"):
+    for fig in ("share", "steps", "cpu", "cpu-host", "mem", "io"):
         assert page.locator(f"#fig-{fig} .main-svg").count() >= 1, fig
     assert page.locator("#fig-steps .bars path").count() >= 10
     # the action comes first: "do this next" names the fix command, above the fold of a laptop screen

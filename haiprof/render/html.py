@@ -63,7 +63,9 @@ def section_utilization(d, figs):
         why = st.get("reason") if st and st.get("reason") else "no samples were recorded (the run was too short)"
         return (f'<section id="utilization"><h3>Utilization</h3>'
                 f'<p class="unavailable">System sampler: {esc(why)}</p></section>')
-    figs["cpu"] = charts.timeline_chart("CPU", "%", tl["cpu"])
+    figs["cpu"] = charts.timeline_chart("CPU of the process tree", "% of one core", tl["cpu"])
+    if tl.get("cpu_host"):
+        figs["cpu-host"] = charts.timeline_chart("CPU of the host", "% of all cores", tl["cpu_host"])
     figs["mem"] = charts.timeline_chart("Memory", "GiB", tl["mem"])
     figs["io"] = charts.timeline_chart("Disk and network", "MiB/s", tl["io_mib_s"])
     u = d.summary.get("utilization", {})
@@ -72,7 +74,9 @@ def section_utilization(d, figs):
         facts = (f"training process CPU {u['cpu_main_pct_mean']:.0f}% (mean), workers "
                  f"{u.get('cpu_children_pct_mean') or 0:.0f}%, peak RSS {u.get('rss_bytes_max', 0) / 2**30:.2f} GiB")
     return (f'<section id="utilization"><h3>Utilization</h3><p>{esc(facts)}</p>'
-            f'<div class="chart" id="fig-cpu"></div><div class="chart" id="fig-mem"></div>'
+            f'<div class="chart" id="fig-cpu"></div>'
+            + ('<div class="chart" id="fig-cpu-host"></div>' if tl.get("cpu_host") else "")
+            + f'<div class="chart" id="fig-mem"></div>'
             f'<div class="chart" id="fig-io"></div></section>')
 
 
