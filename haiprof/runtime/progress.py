@@ -161,6 +161,7 @@ class LiveStatus:
         self._stop = threading.Event()
         self._thread: threading.Thread | None = None
         self._drawn = False
+        self._yielded = False                 # a tqdm bar of the script was seen: stay out of its way
         self._t0 = time.monotonic()
         self._prev_excepthook = sys.excepthook
         # The script's writes and our redraws take turns under this lock (reentrant: a signal handler that
@@ -246,7 +247,10 @@ class LiveStatus:
             try:
                 self.tail.poll()
                 with self._lock:
-                    if tqdm_bar_active():  # the script draws its own bar on this terminal: do not fight over it
+                    # The script draws its own bar on this terminal: do not fight over it, for the rest of the run
+                    # (between one bar closing and the next, or the end, a redraw would flash in its place).
+                    self._yielded = self._yielded or tqdm_bar_active()
+                    if self._yielded:
                         if self._drawn:
                             self._raw_write(CLEAR)
                             self.stream.flush()
