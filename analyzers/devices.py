@@ -22,11 +22,14 @@ def _mean(xs):
     return statistics.fmean(xs) if xs else None
 
 
-def gpus(samples: list[dict]) -> tuple[dict, dict]:
+def gpus(samples: list[dict], t0_ns: int | None = None, steady_ns: tuple | None = None) -> tuple[dict, dict]:
+    """(summary, timelines) per GPU. Timelines count seconds from t0_ns (default: the first sample). steady_ns,
+    (start, end) of the steady steps, gives the `*_steady_mean` figures: a whole-run mean of SM utilization
+    averages in seconds of CUDA initialisation and model loading, when the GPU sits idle by necessity."""
     samples = [s for s in samples if "t_ns" in s]
     if not samples:
         return {}, {}
-    t0 = samples[0]["t_ns"]
+    t0 = samples[0]["t_ns"] if t0_ns is None else t0_ns
     info = {i["index"]: i for s in samples for i in s.get("info", [])}
     unsupported = {}
     for s in samples:
@@ -40,10 +43,15 @@ def gpus(samples: list[dict]) -> tuple[dict, dict]:
         tx = counters.rate_series(per, lambda p: p.get("pcie_tx_bytes"))
         rx = counters.rate_series(per, lambda p: p.get("pcie_rx_bytes"))
         name = (info.get(idx) or {}).get("name") or f"GPU {idx}"
+        during = [p for p in per if steady_ns and steady_ns[0] < p["t_ns"] <= steady_ns[1]]
         out[str(idx)] = {
             "name": name, "pci_bus_id": (info.get(idx) or {}).get("pci_bus_id"),
             "sm_util_pct_mean": _mean(p.get("sm_util_pct") for p in per),
             "power_w_mean": (_mean(p.get("power_mw") for p in per) or 0) / 1e3 or None,
+            # over the steady steps only (None when no sample fell inside them: too short a run)
+            "sm_util_pct_steady_mean": _mean(p.get("sm_util_pct") for p in during),
+            "power_w_steady_mean": (_mean(p.get("power_mw") for p in during) or 0) / 1e3 or None,
+            "steady_samples": len(during),
             "power_w_max": max((p.get("power_mw") or 0 for p in per), default=0) / 1e3 or None,
             "mem_used_bytes_max": max((p.get("mem_used_bytes") or 0 for p in per), default=0),
             "mem_total_bytes": next((p["mem_total_bytes"] for p in per if "mem_total_bytes" in p), None),

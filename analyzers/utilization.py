@@ -6,11 +6,12 @@ import statistics
 from .counters import rate_series
 
 
-def rates(samples: list[dict], key: str) -> list[tuple[float, float]]:
-    """(t_s since first sample, bytes/s) between consecutive samples of a cumulative counter; resets skipped."""
+def rates(samples: list[dict], key: str, t0_ns: int | None = None) -> list[tuple[float, float]]:
+    """(t_s since t0_ns (default: the first sample), bytes/s) between consecutive samples of a cumulative
+    counter; resets skipped."""
     if not samples:
         return []
-    t0 = samples[0]["t_ns"]
+    t0 = samples[0]["t_ns"] if t0_ns is None else t0_ns
     series = rate_series(samples, lambda s: s.get(key))
     return [((t1 - t0) / 1e9, rate) for t1, rate in zip(series["t1"], series["rate"])]
 
@@ -46,17 +47,19 @@ RATE_SERIES = (("proc_read_bytes", "process read"), ("proc_write_bytes", "proces
                ("net_recv_bytes", "net recv"), ("net_sent_bytes", "net sent"))
 
 
-def system_timelines(samples: list[dict]) -> dict:
-    """Series for the report: {"cpu": [(label, t_s, values)], "cpu_host": [...], "mem": [...], "io_mib_s": [...]}."""
+def system_timelines(samples: list[dict], t0_ns: int | None = None) -> dict:
+    """Series for the report: {"cpu": [(label, t_s, values)], "cpu_host": [...], "mem": [...], "io_mib_s": [...]};
+    t_s counts from t0_ns (the run's start, so every chart shares one origin with the steps), default the first
+    sample."""
     samples = [s for s in samples if isinstance(s, dict) and "t_ns" in s]
     if not samples:
         return {}
-    t0 = samples[0]["t_ns"]
+    t0 = samples[0]["t_ns"] if t0_ns is None else t0_ns
     t = [(s["t_ns"] - t0) / 1e9 for s in samples]
     cores = [sum(s.get("cpu_cores_pct") or [0]) / max(1, len(s.get("cpu_cores_pct") or [0])) for s in samples]
     io = []
     for key, label in RATE_SERIES:
-        r = rates(samples, key)
+        r = rates(samples, key, t0)
         io.append((label, [a for a, _ in r], [b / 2**20 for _, b in r]))
     # Two quantities, two charts: a process's CPU is a sum over the cores it runs on (100% = one core, up to
     # cores x 100%); the host's is a mean of its cores (100% = every core busy).

@@ -47,6 +47,16 @@ def test_report_renders_offline(browser, tmp_path):
     for fig in ("share", "steps", "cpu", "cpu-host", "mem", "io"):
         assert page.locator(f"#fig-{fig} .main-svg").count() >= 1, fig
     assert page.locator("#fig-steps .bars path").count() >= 10
+    # utilization is drawn against the steps, lined up with the step chart: the same step label sits at the
+    # same pixel on both (a seconds axis cannot be lined up with steps)
+    def tick_x(fig):
+        return {t.text_content(): float(t.get_attribute("x"))
+                for t in page.locator(f"#fig-{fig} .mc-axes text.mc-tick").all()
+                if t.get_attribute("text-anchor") == "middle"}
+    steps_x, cpu_x = tick_x("steps"), tick_x("cpu")
+    shared = [k for k in steps_x if k in cpu_x and k != "0"]
+    assert shared, (steps_x, cpu_x)
+    assert all(abs(steps_x[k] - cpu_x[k]) <= 1.0 for k in shared), (steps_x, cpu_x)
     # the action comes first: "do this next" names the fix command, above the fold of a laptop screen
     assert "haiprof run --fix prefetch" in page.locator("#next").inner_text()
     box = page.locator("#next").bounding_box()

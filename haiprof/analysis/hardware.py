@@ -25,6 +25,17 @@ def _why(status: dict, name: str, samples: dict) -> str:
     return "no samples recorded (the run was shorter than one sampling interval)" if not samples.get(name) else ""
 
 
+def timeline_origin(meta: dict, samples: dict, steps: list) -> int | None:
+    """One origin (CLOCK_MONOTONIC ns) for every time series of the report, so they line up with each other and
+    with the steps: the run's start, else the earliest sample or step."""
+    t = meta.get("start_monotonic_ns")
+    if isinstance(t, int) and not isinstance(t, bool):
+        return t
+    firsts = [s["t_ns"] for recs in samples.values() for s in recs[:1] if isinstance(s, dict) and "t_ns" in s]
+    firsts += [steps[0].start_ns] if steps else []
+    return min(firsts, default=None)
+
+
 def analyze(records: list, all_steps: list, samples: dict, status: dict, meta: dict) -> dict:
     """{"summary": {"hardware": ..., "energy": ...}, "findings": [...], "timelines": {...}}."""
     steady = steady_steps(all_steps, T.WARMUP_STEPS)
@@ -32,7 +43,8 @@ def analyze(records: list, all_steps: list, samples: dict, status: dict, meta: d
                                for n in HW_COLLECTORS}}
     tl: dict = {}
     findings: list = []
-    gpu_sum, tl["gpu"] = devices.gpus(samples.get("gpu", []))
+    window = (steady[0].start_ns, steady[-1].end_ns) if steady else None
+    gpu_sum, tl["gpu"] = devices.gpus(samples.get("gpu", []), timeline_origin(meta, samples, all_steps), window)
     hw["gpu"] = gpu_sum
     link_sum, link_tl = links.analyze(samples.get("infiniband", []), samples.get("nic", []))
     hw["links"] = link_sum

@@ -124,7 +124,9 @@ def analyze(run_dir: RunDir, extra_findings: list | None = None) -> RunData:
     add_fix_results(run_dir, meta, summary)
     # --- end fixes ---
     summary["next_steps"] = gpu_analysis.next_steps(summary)   # "do this next", ranked
-    timelines = {"system": utilization.system_timelines(samples.get("system", [])), "hardware": hw["timelines"]}
+    origin = hw_analysis.timeline_origin(meta, samples, all_steps)
+    timelines = {"system": utilization.system_timelines(samples.get("system", []), origin),
+                 "hardware": hw["timelines"], "origin_ns": origin}
     if trace:
         summary.update(source="trace", trace={k: v for k, v in trace.items() if k != "findings"})
         step_info["boundary"] = "ProfilerStep annotations" if n else "none (no ProfilerStep annotations)"

@@ -1,6 +1,7 @@
 """Plotly figure specs as plain dicts (no plotly import: it costs start-up time and nothing here needs it)."""
 from __future__ import annotations
 
+import bisect
 import html
 
 PHASE_COLORS = {
@@ -84,7 +85,75 @@ def share_chart(share: dict) -> dict:
                               yaxis={"autorange": "reversed"})}
 
 
-def timeline_chart(title: str, ytitle: str, series: list[tuple[str, list, list]]) -> dict:
+class StepAxis:
+    """Maps a time (seconds from the timelines' origin) onto the step chart's x axis: a sample at fraction f of
+    step i sits at i - 0.5 + f, so it lines up with bar i of "Time per step"; a sample between two steps (an
+    evaluation pass, a checkpoint) sits on their boundary. Samples before the first step (start-up: imports,
+    CUDA initialisation, model loading) or after the last are left out and the chart's title says how long."""
+
+    MIN_STEPS = 3
+
+    def __init__(self, steps, origin_ns, warmup: int = 0):
+        self.spans = [(st.index, (st.start_ns - origin_ns) / 1e9, (st.end_ns - origin_ns) / 1e9) for st in steps]
+        self.starts = [a for _, a, _ in self.spans]
+        self.warmup, self.traced = warmup, [st.index for st in steps if getattr(st, "traced", False)]
+
+    @classmethod
+    def of(cls, steps, origin_ns, warmup: int = 0):
+        """None when there are too few steps to draw against (then the charts keep a seconds axis)."""
+        return cls(steps, origin_ns, warmup) if origin_ns is not None and len(steps) >= cls.MIN_STEPS else None
+
+    def x(self, t: float):
+        i = bisect.bisect_right(self.starts, t) - 1
+        if i < 0:
+            return None
+        index, a, b = self.spans[i]
+        if t <= b:
+            return index - 0.5 + (t - a) / ((b - a) or 1e-12)
+        return index + 0.5 if i + 1 < len(self.spans) else None
+
+    def series(self, series):
+        out = []
+        for name, ts, ys in series:
+            pts = [(self.x(t), y) for t, y in zip(ts, ys)]
+            pts = [(x, y) for x, y in pts if x is not None]
+            out.append((name, [x for x, _ in pts], [y for _, y in pts]))
+        return out
+
+    def left_out(self, series) -> str:
+        ts = [t for _, xs, _ in series for t in xs]
+        before = self.starts[0] - min(ts) if ts and min(ts) < self.starts[0] else 0.0
+        after = max(ts) - self.spans[-1][2] if ts and max(ts) > self.spans[-1][2] else 0.0
+        parts = ([f"{before:.1f} s of start-up"] if before >= 0.05 else []) + \
+                ([f"{after:.1f} s after the last step"] if after >= 0.05 else [])
+        return f" (per step; {' and '.join(parts)} not shown)" if parts else " (per step)"
+
+    def layout(self) -> dict:
+        first, last = self.spans[0][0], self.spans[-1][0]
+        shapes = []
+        if self.warmup:
+            shapes.append({"type": "rect", "xref": "x", "yref": "paper", "x0": first - 0.5,
+                           "x1": min(last, first + self.warmup - 1) + 0.5, "y0": 0, "y1": 1, "fillcolor": "#999",
+                           "opacity": 0.15, "line": {"width": 0}})
+        shapes += [{"type": "rect", "xref": "x", "yref": "paper", "x0": i - 0.5, "x1": i + 0.5, "y0": 0, "y1": 1,
+                    "fillcolor": "#f58518", "opacity": 0.12, "line": {"width": 0}} for i in self.traced]
+        return {"xaxis": {"title": {"text": "step"}, "range": [first - 0.5, last + 0.5]}, "shapes": shapes}
+
+
+def step_axis(d) -> StepAxis | None:
+    """The report's StepAxis for a run (RunData): its steps on the timelines' common origin."""
+    return StepAxis.of(getattr(d, "steps", None) or [], (getattr(d, "timelines", None) or {}).get("origin_ns"),
+                       d.summary.get("warmup_steps_excluded", 0))
+
+
+def timeline_chart(title: str, ytitle: str, series: list[tuple[str, list, list]], axis: StepAxis | None = None) -> dict:
+    """Lines over time; with a StepAxis, over the steps (lined up with the step chart), else seconds."""
+    series = [(name, x, y) for name, x, y in series if x]
+    extra = {"xaxis": {"title": {"text": "seconds since start"}}}
+    if axis is not None and series:
+        mapped = axis.series(series)
+        if sum(len(x) for _, x, _ in mapped) >= 2:   # else the run was too short for a sample inside a step
+            title, series, extra = title + axis.left_out(series), mapped, axis.layout()
     traces = [{"type": "scatter", "mode": "lines", "name": safe_text(name), "x": x, "y": y}
               for name, x, y in series if x]
-    return {"data": traces, "layout": _layout(title, ytitle, xaxis={"title": {"text": "seconds since start"}})}
+    return {"data": traces, "layout": _layout(title, ytitle, **extra)}

@@ -17,7 +17,8 @@ def _missing(missing: list, *names: str) -> str:
 
 
 def _rate_series(d, series: list, scale: float) -> list:
-    t0 = d.meta.get("start_monotonic_ns") or min((r["t0"][0] for _, r in series if r["t0"]), default=0)
+    t0 = d.timelines.get("origin_ns") or d.meta.get("start_monotonic_ns") or \
+        min((r["t0"][0] for _, r in series if r["t0"]), default=0)
     return [(label, [(t - t0) / 1e9 for t in r["t1"]], [v * scale for v in r["rate"]]) for label, r in series]
 
 
@@ -32,6 +33,14 @@ def _fmt_rate(x) -> str:
     return f"{x:.0f} B/s"
 
 
+def _pct(x) -> str:
+    return "n/a" if x is None else f"{x:.0f}%"
+
+
+def _watts(x) -> str:
+    return "n/a" if x is None else f"{x:.0f} W"
+
+
 def _panel(pid: str, title: str, body: str) -> str:
     return f'<div class="hw-panel" id="hw-{pid}"><h4>{esc(title)}</h4>{body}</div>'
 
@@ -41,15 +50,17 @@ def _gpu(d, hw, tl, figs, missing) -> str:
     if not devs:
         return _missing(missing, "gpu")
     rows = "".join(
-        f"<tr><td>{esc(i)}</td><td>{esc(g['name'])}</td><td>{(g['sm_util_pct_mean'] or 0):.0f}%</td>"
-        f"<td>{(g['power_w_mean'] or 0):.0f} W</td><td>{g['mem_used_bytes_max'] / 2**30:.2f} GiB</td>"
+        f"<tr><td>{esc(i)}</td><td>{esc(g['name'])}</td><td>{_pct(g.get('sm_util_pct_steady_mean'))}</td>"
+        f"<td>{_pct(g['sm_util_pct_mean'])}</td><td>{_watts(g.get('power_w_steady_mean'))}</td>"
+        f"<td>{g['mem_used_bytes_max'] / 2**30:.2f} GiB</td>"
         f"<td>{esc(', '.join(g['throttle_reasons_seen']) or '-')}</td></tr>" for i, g in devs.items())
-    g = tl.get("gpu", {})
-    figs["hw-gpu-util"] = charts.timeline_chart("GPU SM utilization", "%", g.get("util", []))
-    figs["hw-gpu-power"] = charts.timeline_chart("GPU power", "W", g.get("power", []))
-    figs["hw-gpu-mem"] = charts.timeline_chart("GPU memory used", "GiB", g.get("memory", []))
-    return _panel("gpu", "GPUs", f'<table class="grid"><tr><td>#</td><td>name</td><td>SM util</td><td>power</td>'
-                  f'<td>peak memory</td><td>throttled by</td></tr>{rows}</table>'
+    g, axis = tl.get("gpu", {}), charts.step_axis(d)
+    figs["hw-gpu-util"] = charts.timeline_chart("GPU SM utilization", "%", g.get("util", []), axis)
+    figs["hw-gpu-power"] = charts.timeline_chart("GPU power", "W", g.get("power", []), axis)
+    figs["hw-gpu-mem"] = charts.timeline_chart("GPU memory used", "GiB", g.get("memory", []), axis)
+    return _panel("gpu", "GPUs", f'<table class="grid"><tr><td>#</td><td>name</td><td>SM util, steady steps</td>'
+                  f'<td>SM util, whole run</td><td>power, steady steps</td><td>peak memory</td><td>throttled by</td>'
+                  f'</tr>{rows}</table>'
                   '<div class="chart" id="fig-hw-gpu-util"></div><div class="chart" id="fig-hw-gpu-power"></div>'
                   '<div class="chart" id="fig-hw-gpu-mem"></div>')
 
@@ -68,7 +79,8 @@ def _links(d, hw, tl, figs, missing) -> str:
     notes = "" if links.get("infiniband") else _missing(missing, "infiniband")
     if not rows:
         return _missing(missing, "nic")
-    figs["hw-links"] = charts.timeline_chart("Link throughput", "MB/s", _rate_series(d, tl.get("links", []), 1e-6))
+    figs["hw-links"] = charts.timeline_chart("Link throughput", "MB/s", _rate_series(d, tl.get("links", []), 1e-6),
+                                                 charts.step_axis(d))
     return _panel("links", "InfiniBand and NICs (throughput vs link rate)",
                   f'{notes}<table class="grid"><tr><td>kind</td><td>port</td><td>tx mean</td><td>rx mean</td>'
                   f'<td>link rate</td><td>peak share of link</td></tr>{rows}</table>'
@@ -85,7 +97,7 @@ def _numa(d, hw, tl, figs, missing) -> str:
              f"({100 * (cross.get('cross_node_share') or 0):.1f}% of allocations)")
     series = _rate_series(d, tl.get("numa", []), 1e-6)
     if any(v for _, _, ys in series for v in ys):
-        figs["hw-numa"] = charts.timeline_chart("Cross-NUMA allocations", "MB/s", series)
+        figs["hw-numa"] = charts.timeline_chart("Cross-NUMA allocations", "MB/s", series, charts.step_axis(d))
         chart = "<div class='chart' id='fig-hw-numa'></div>"
     else:
         chart = "<p class='note' id='hw-numa-none'>No cross-NUMA traffic: every sampled allocation was node-local.</p>"
@@ -101,7 +113,8 @@ def _numa(d, hw, tl, figs, missing) -> str:
 def _disks(d, hw, tl, figs, missing) -> str:
     disks, membw, body = hw.get("disks") or {}, hw.get("membw") or {}, ""
     if disks:
-        figs["hw-disks"] = charts.timeline_chart("Disk throughput", "MB/s", _rate_series(d, tl.get("disks", []), 1e-6))
+        figs["hw-disks"] = charts.timeline_chart("Disk throughput", "MB/s", _rate_series(d, tl.get("disks", []), 1e-6),
+                                                 charts.step_axis(d))
         rows = "".join(f"<tr><td>{esc(k)}</td><td>{_fmt_rate(v['read_bytes_per_s_mean'])}</td>"
                        f"<td>{_fmt_rate(v['write_bytes_per_s_mean'])}</td><td>{(v['reads_per_s_mean'] or 0):.0f}</td>"
                        f"<td>{100 * (v['busy_share_mean'] or 0):.0f}%</td></tr>" for k, v in disks.items())
@@ -110,7 +123,8 @@ def _disks(d, hw, tl, figs, missing) -> str:
     else:
         _missing(missing, "storage")
     if membw:
-        figs["hw-membw"] = charts.timeline_chart("Memory bandwidth", "MB/s", _rate_series(d, tl.get("membw", []), 1e-6))
+        figs["hw-membw"] = charts.timeline_chart("Memory bandwidth", "MB/s", _rate_series(d, tl.get("membw", []), 1e-6),
+                                                 charts.step_axis(d))
         body += "<div class='chart' id='fig-hw-membw'></div>"
     else:
         _missing(missing, "membw")

@@ -63,11 +63,12 @@ def section_utilization(d, figs):
         why = st.get("reason") if st and st.get("reason") else "no samples were recorded (the run was too short)"
         return (f'<section id="utilization"><h3>Utilization</h3>'
                 f'<p class="unavailable">System sampler: {esc(why)}</p></section>')
-    figs["cpu"] = charts.timeline_chart("CPU of the process tree", "% of one core", tl["cpu"])
+    axis = charts.step_axis(d)   # lined up with "Time per step" (seconds when there are too few steps)
+    figs["cpu"] = charts.timeline_chart("CPU of the process tree", "% of one core", tl["cpu"], axis)
     if tl.get("cpu_host"):
-        figs["cpu-host"] = charts.timeline_chart("CPU of the host", "% of all cores", tl["cpu_host"])
-    figs["mem"] = charts.timeline_chart("Memory", "GiB", tl["mem"])
-    figs["io"] = charts.timeline_chart("Disk and network", "MiB/s", tl["io_mib_s"])
+        figs["cpu-host"] = charts.timeline_chart("CPU of the host", "% of all cores", tl["cpu_host"], axis)
+    figs["mem"] = charts.timeline_chart("Memory", "GiB", tl["mem"], axis)
+    figs["io"] = charts.timeline_chart("Disk and network", "MiB/s", tl["io_mib_s"], axis)
     u = d.summary.get("utilization", {})
     facts = ""
     if u.get("cpu_main_pct_mean") is not None:
