@@ -21,12 +21,13 @@ def test_argv_path_and_main_pass_through(run_dir):
     assert load_summary(run_dir)["exit_code"] == 0
 
 
-def test_stdout_identical_to_python():
+def test_stdout_identical_to_python(tmp_path):
     script = SCRIPTS / "argv_echo.py"
-    plain = subprocess.run([sys.executable, str(script), "x"], capture_output=True, text=True)
-    ours = run_haiprof("run", "--quiet", "--out", os.devnull + "-unused", script, "x") if False else None
-    ours = run_haiprof("run", "--quiet", script, "x", cwd=SCRIPTS.parent.parent / "tests")
-    assert json.loads(ours.stdout)["argv"] == json.loads(plain.stdout)["argv"]
+    plain = subprocess.run([sys.executable, str(script), "x"], capture_output=True, text=True, cwd=tmp_path)
+    ours = run_haiprof("run", "--quiet", script, "x", cwd=tmp_path)   # no --out: the default directory
+    assert ours.stdout == plain.stdout and ours.returncode == plain.returncode == 0
+    runs = list((tmp_path / "haiprof-runs").iterdir())
+    assert len(runs) == 1 and runs[0].name.startswith("argv_echo-") and (runs[0] / "summary.json").is_file()
 
 
 def test_module_mode_and_exit_code(run_dir):
