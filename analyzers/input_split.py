@@ -86,7 +86,7 @@ def classify(io_finding: dict, records, system_samples: list[dict], disk_summary
     if n_workers:
         mode, share = f"{n_workers} DataLoader worker(s)", workers.get("cpu_share")
     else:
-        mode, share = "num_workers=0 (loading on the training thread)", thread.get("cpu_share")
+        mode, share = "num_workers=0: loading on the training thread", thread.get("cpu_share")
     read_rate = _mean([v.get("read_bytes_per_s_mean") for v in disk_summary.values()]) if disk_summary else None
     proc_read = _proc_read_rate(system_samples)
     evidence = {"loader_mode": mode, "loader_cpu_share": share, "loader_thread": thread, "workers": workers,

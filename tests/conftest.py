@@ -38,6 +38,15 @@ def run_haiprof(*args, cwd=None, timeout=180, env=None, **kw):
                           timeout=timeout, env=e, **kw)
 
 
+def teardown_cupti_probe(tmp_path, target) -> Path:
+    """A script that runs TARGET as __main__, then prints whether TEARDOWN_CUPTI is still set in its
+    environment (haiprof must leave the user's environment as it found it)."""
+    script = tmp_path / "env_after.py"
+    script.write_text(f"import os, runpy\nrunpy.run_path({str(target)!r}, run_name='__main__')\n"
+                      "print('TEARDOWN', 'TEARDOWN_CUPTI' in os.environ)\n")
+    return script
+
+
 def load_summary(run_dir) -> dict:
     return json.loads((Path(run_dir) / "summary.json").read_text())
 

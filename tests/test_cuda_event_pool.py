@@ -116,19 +116,24 @@ def test_resolving_from_another_thread_while_the_hooks_record():
     assert starts == sorted(starts)
 
 
+class _CountingTimer:
+    """A CudaEventTimer stand-in that records each resolve() as on_resolve() (what the recorder must not do on
+    the training thread)."""
+    def __init__(self, on_resolve):
+        self.on_resolve = on_resolve
+
+    def begin(self):
+        return None
+
+    def resolve(self):
+        self.on_resolve()
+
+
 def test_the_recorder_resolves_off_the_step_when_a_flush_thread_drives_it():
     recorded = []
     rec = PhaseRecorder(recorded.append)
     calls = []
-
-    class Timer:
-        def begin(self):
-            return None
-
-        def resolve(self):
-            calls.append(threading.get_ident())
-
-    rec.cuda_timer = Timer()
+    rec.cuda_timer = _CountingTimer(lambda: calls.append(threading.get_ident()))
     rec.steps = 0
     hooks = []
     rec.drain_from(hooks)
@@ -145,15 +150,7 @@ def test_the_recorder_resolves_off_the_step_when_a_flush_thread_drives_it():
 def test_without_a_flush_thread_the_recorder_resolves_in_batches():
     rec = PhaseRecorder([].append)
     calls = []
-
-    class Timer:
-        def begin(self):
-            return None
-
-        def resolve(self):
-            calls.append(rec.steps)
-
-    rec.cuda_timer = Timer()
+    rec.cuda_timer = _CountingTimer(lambda: calls.append(rec.steps))
     opt = object()
     for _ in range(200):
         rec._opt_pre(opt, (), {})
@@ -164,15 +161,7 @@ def test_without_a_flush_thread_the_recorder_resolves_in_batches():
 def test_a_forked_child_never_resolves():
     rec = PhaseRecorder([].append)
     calls = []
-
-    class Timer:
-        def begin(self):
-            return None
-
-        def resolve(self):
-            calls.append(1)
-
-    rec.cuda_timer = Timer()
+    rec.cuda_timer = _CountingTimer(lambda: calls.append(1))
     rec._owner_pid = os.getpid() + 1
     rec.drain()
     assert calls == []

@@ -1,7 +1,7 @@
 """GPU-side phase timing with CUDA events (collectors/cuda_phases.py): runs only where CUDA is present."""
 import pytest
 
-from conftest import SCRIPTS, load_summary, run_haiprof
+from conftest import SCRIPTS, load_summary, run_haiprof, teardown_cupti_probe
 
 pytestmark = pytest.mark.gpu
 
@@ -23,9 +23,7 @@ def test_cuda_run_is_timed_with_events_and_h2d_is_measured(tmp_path):
 
 def test_default_window_detaches_cupti_and_restores_the_environment(tmp_path, monkeypatch):
     monkeypatch.delenv("TEARDOWN_CUPTI", raising=False)
-    script = tmp_path / "env_after.py"
-    script.write_text(f"import os, runpy\nrunpy.run_path({str(SCRIPTS / 'cuda_train.py')!r}, run_name='__main__')\n"
-                      "print('TEARDOWN', 'TEARDOWN_CUPTI' in os.environ)\n")
+    script = teardown_cupti_probe(tmp_path, SCRIPTS / "cuda_train.py")
     out = tmp_path / "r"
     r = run_haiprof("run", "--quiet", "--out", out, script)
     assert r.returncode == 0, r.stderr

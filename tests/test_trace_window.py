@@ -5,7 +5,7 @@ import json
 
 import pytest
 
-from conftest import EXAMPLES, SCRIPTS, load_summary, run_haiprof
+from conftest import EXAMPLES, SCRIPTS, load_summary, run_haiprof, teardown_cupti_probe
 from haiprof.analyzers.steps import build_steps
 from haiprof.rundir import RunDir, iter_records
 
@@ -218,9 +218,7 @@ def test_run_ending_inside_a_cuda_window_still_restores_the_environment(tmp_path
 
 def test_cpu_window_leaves_teardown_cupti_alone(tmp_path, monkeypatch):
     monkeypatch.delenv("TEARDOWN_CUPTI", raising=False)
-    script = tmp_path / "env_after.py"
-    script.write_text(f"import os, runpy\nrunpy.run_path({str(SCRIPTS / 'seeded_train.py')!r}, run_name='__main__')\n"
-                      "print('TEARDOWN', 'TEARDOWN_CUPTI' in os.environ)\n")
+    script = teardown_cupti_probe(tmp_path, SCRIPTS / "seeded_train.py")
     r = run_haiprof("run", "--quiet", "--out", tmp_path / "r", script)
     assert r.returncode == 0, r.stderr
     assert r.stdout.rstrip().endswith("TEARDOWN False")
