@@ -120,3 +120,29 @@ def test_directory_skips_non_traces_and_assigns_missing_ranks(tmp_path):
     s = load_summary(tmp_path / "run")
     assert set(s["trace"]["ranks"]) == {"0", "1"}
     assert any("skipped" in n for n in s["trace"]["notes"]) and "analysed as rank" in r.stderr
+
+
+def test_trace_inside_a_run_directory_is_judged_with_the_runs_steps(tmp_path):
+    # One engine: `haiprof analyze RUN/trace.json.gz` analyses the trace together with the steps the run recorded
+    # beside it, as `haiprof report RUN` does, so the two agree; --trace-only judges the traced steps alone.
+    from conftest import EXAMPLES
+    run = tmp_path / "run"
+    r = run_haiprof("run", "--quiet", "--out", run, EXAMPLES / "input_bound.py", "--batches", "16")
+    assert r.returncode == 0, r.stderr
+    ran = load_summary(run)
+    assert (run / "trace.json.gz").is_file() and ran["traced_steps_excluded"] >= 1
+    out = tmp_path / "analyzed"
+    r = run_haiprof("analyze", run / "trace.json.gz", "--out", out)
+    assert r.returncode == 0, r.stderr
+    s = load_summary(out)
+    assert s["source"] == "trace" and s["trace"]["ranks"]["0"]["events"] > 0
+    assert s["bottleneck"] == ran["bottleneck"] == "io"
+    assert s["steps"] == ran["steps"] and s["step_time_s"]["steady"] == ran["step_time_s"]["steady"]
+    assert s["phase_share"] == ran["phase_share"]
+    assert "recorded by `haiprof run`" in r.stderr and json.loads((out / "meta.json").read_text())["steps_from_run"]
+    alone = tmp_path / "alone"
+    r = run_haiprof("analyze", "--quiet", "--trace-only", run / "trace.json.gz", "--out", alone)
+    assert r.returncode == 0, r.stderr
+    s = load_summary(alone)
+    _check_contract(s)
+    assert 2 <= s["steps"] <= ran["traced_steps_excluded"] and "ProfilerStep" in s["step_detection"]["boundary"]

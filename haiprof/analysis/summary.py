@@ -82,7 +82,7 @@ def analyze(run_dir: RunDir, extra_findings: list | None = None) -> RunData:
     decide = verdict.decide_device if device is not None else verdict.decide
     # fewer than MIN_STEPS *measured* steps (after warm-up; the tracing window's steps are measured, only slowed)
     # conclude nothing; a trace (`haiprof analyze`) holds only its profiled steps, all of them measured
-    measured = n if trace else min(n, len(steady) + traced_excluded)
+    measured = n if trace and not meta.get("steps_from_run") else min(n, len(steady) + traced_excluded)
     bottleneck, headline = decide(findings, measured)
     exit_code = meta.get("exit_code")
     summary = {
@@ -129,7 +129,8 @@ def analyze(run_dir: RunDir, extra_findings: list | None = None) -> RunData:
                  "hardware": hw["timelines"], "origin_ns": origin}
     if trace:
         summary.update(source="trace", trace={k: v for k, v in trace.items() if k != "findings"})
-        step_info["boundary"] = "ProfilerStep annotations" if n else "none (no ProfilerStep annotations)"
+        if not meta.get("steps_from_run"):   # else the steps are the run's own, beside the trace it recorded
+            step_info["boundary"] = "ProfilerStep annotations" if n else "none (no ProfilerStep annotations)"
         timelines["trace"] = trace
     return RunData(run_dir, meta, summary, all_steps, samples, status, timelines)
 

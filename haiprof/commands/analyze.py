@@ -13,7 +13,7 @@ import time
 from pathlib import Path
 
 from ..errors import UserError
-from ..rundir import PHASES_FILE, TRACE_FILE, RunDir, write_json_atomic
+from ..rundir import PHASES_FILE, SAMPLES_DIR, STATUS_FILE, TRACE_FILE, RunDir, write_json_atomic
 from ..version import __version__
 
 
@@ -23,7 +23,51 @@ def _parser() -> argparse.ArgumentParser:
     p.add_argument("path", help="trace file or directory of per-rank trace files")
     p.add_argument("--out", metavar="DIR", help="run directory (default haiprof-runs/analyze-<name>-<timestamp>/)")
     p.add_argument("--quiet", action="store_true", help="print nothing but errors")
+    p.add_argument("--trace-only", action="store_true",
+                   help="for a trace inside a `haiprof run` directory: judge the traced steps alone, without the "
+                        "run's recorded steps")
     return p
+
+
+def enclosing_run(path: Path) -> RunDir | None:
+    """The `haiprof run` directory a trace file was written into (RUN/trace.json.gz), when it recorded steps.
+
+    Its tracing window is a few steps chosen early in the run; the run directory beside it holds every step's
+    CUDA-event spans. Analysing both through the one engine `haiprof report` uses gives the run's verdict, with
+    the window judged against the steady steps instead of standing in for them (a window that caught batches
+    prefetched before it opened ran 10x faster than the rest of the run)."""
+    if not path.is_file():
+        return None
+    run = RunDir(path.parent)
+    try:
+        meta = run.read_meta()
+    except Exception:   # not a run directory (or an unreadable one): the trace stands alone
+        return None
+    if meta.get("source") == "trace" or not meta.get("haiprof_version") or not run.file(PHASES_FILE).is_file():
+        return None
+    return run if any(r[0] == "@step" for r in run.read_phase_records()) else None
+
+
+MACHINE_KEYS = ("host", "cpu_model", "cpu_count", "cpu_affinity", "gpus", "python", "torch", "start_monotonic_ns",
+                "end_monotonic_ns")
+
+
+def _machine_of(run: RunDir) -> dict:
+    """The run's machine facts its samples are read against (cores for the loader's CPU share, the time origin)."""
+    meta = run.read_meta()
+    return {k: meta[k] for k in MACHINE_KEYS if k in meta}
+
+
+def _take_run_records(run: RunDir, trace: Path, out: RunDir) -> None:
+    """The run's raw records (phases, samples, collector status) and its trace, as `haiprof report` reads them."""
+    import shutil
+
+    for name in (PHASES_FILE, STATUS_FILE):
+        if run.file(name).is_file():
+            shutil.copyfile(run.file(name), out.file(name))
+    if run.file(SAMPLES_DIR).is_dir():
+        shutil.copytree(run.file(SAMPLES_DIR), out.file(SAMPLES_DIR), dirs_exist_ok=True)
+    shutil.copyfile(trace, out.file("trace.json.gz" if trace.name.endswith(".gz") else "trace.json"))
 
 
 def _name(path: Path) -> str:
@@ -138,6 +182,11 @@ def cmd_analyze(argv: list[str]) -> int:
     out = Path(ns.out) if ns.out else _default_out(_name(path))
     run_dir = RunDir.create(out)
     cmd = " ".join(["haiprof", "analyze", *argv])
+    run = None if ns.trace_only else enclosing_run(path)
+    if run is not None:
+        notes.append(f"the trace was recorded by `haiprof run` in {run.path}: its steps (CUDA-event spans, samples) "
+                     f"are analysed with the trace, as `haiprof report` does; --trace-only judges the traced steps "
+                     f"alone")
     run_dir.write_meta({
         "haiprof_version": __version__, "haiprof_argv": list(argv), "command": cmd, "source": "trace",
         "target_name": f"analyze {path.name}", "how": "analyzed existing profiler trace(s)",
@@ -145,10 +194,15 @@ def cmd_analyze(argv: list[str]) -> int:
                     "device_type": td.device_type, "distributed_info": td.metadata.get("distributedInfo")}
                    for r, td in traces.items()],
         "phases_from_rank": first, "notes": notes, "start_time": time.time(), "exit_code": 0,
+        "steps_from_run": str(run.path) if run is not None else None,
+        **(_machine_of(run) if run is not None else {}),
     })
-    with open(run_dir.file(PHASES_FILE), "w", encoding="utf-8") as f:
-        for rec in records:
-            f.write(f'["{rec[0]}",{rec[1]},{rec[2]}]\n')
+    if run is not None:
+        _take_run_records(run, path, run_dir)
+    else:
+        with open(run_dir.file(PHASES_FILE), "w", encoding="utf-8") as f:
+            for rec in records:
+                f.write(f'["{rec[0]}",{rec[1]},{rec[2]}]\n')
     result.update(phases_from_rank=first, phase_detection=phase_info, notes=notes,
                   analysis_seconds=round(time.perf_counter() - t0, 3))
     result["findings"] = findings
