@@ -38,6 +38,7 @@ class DeviceStep:
     busy: dict = field(default_factory=dict)     # phase -> ns of device work
     idle: dict = field(default_factory=dict)     # host phase at the time -> ns the device sat idle
     traced: bool = False
+    estimated: bool = False    # end estimated (closing CUDA event never resolved): in the step time, not the shares
 
     @property
     def duration_ns(self) -> int:
@@ -113,6 +114,32 @@ def device_steps(records) -> list[DeviceStep]:
         # Traced: the host step overlapped the profiler window (the profiler slowed the host, not the GPU's work).
         traced = any(step_marks[k] > wb and step_marks[k - 1] < we for wb, we in windows)
         out.append(DeviceStep(k, a, b, busy, idle, traced))
+    return out + _unresolved_tail(out, ends, step_marks, host, gpu)
+
+
+def _unresolved_tail(steps: list[DeviceStep], ends: list, step_marks: list, host: list, gpu: list) -> list:
+    """The last steps of a run that ended before their closing CUDA events resolved (a kill, a script that never
+    synchronized, recordings of haiprof 0.1.0). They happened, and a clock around the run counts them: leaving
+    them out biases the step time towards the faster steps (a final step that waited 200 ms for its batch).
+
+    Each ends, on the device, no earlier than its host end (the GPU cannot finish work before it is enqueued) and
+    its last recorded span; the device work not recorded is taken as the usual one (median busy time of the
+    resolved steps, less what was recorded). Flagged `estimated`: counted in the step time, not in the shares."""
+    known = [k for k, e in enumerate(ends) if e is not None]
+    resolved = [st for st in steps if not st.traced]
+    if not known or not resolved or known[-1] == len(ends) - 1:
+        return []
+    busy_ns = sorted(sum(st.busy.values()) for st in resolved)
+    usual = busy_ns[len(busy_ns) // 2]
+    out, a = [], ends[known[-1]]
+    for k in range(known[-1] + 1, len(step_marks)):
+        mark = step_marks[k]
+        mine = [iv for iv in gpu if a <= iv[1] < mark]     # enqueued before the host finished this step
+        lower = max([mark] + [e for _, _, e in mine])
+        busy, idle = partition(gpu, host, a, lower)
+        b = lower + max(0, usual - sum(busy.values()))
+        out.append(DeviceStep(k, a, b, busy, idle, estimated=True))
+        a = b
     return out
 
 
@@ -179,6 +206,11 @@ def _drop_slow_start(steps: list[DeviceStep]) -> list[DeviceStep]:
     while i < len(steps) // 2 and steps[i].duration_ns > LEADING_SLOW * median:
         i += 1
     return steps[i:]
+
+
+def measured(steps: list[DeviceStep]) -> list[DeviceStep]:
+    """The steps whose device time was observed end to end (what shares and kernel density are taken over)."""
+    return [st for st in steps if not st.estimated] or steps
 
 
 def seconds_per_step(steps: list[DeviceStep]) -> float | None:

@@ -75,6 +75,17 @@ class CudaPhaseTimer:
         self._record(ev)
         self._pending.append((phase, start_event, ev))
 
+    def resolve_all(self, timeout_s: float) -> None:
+        """At the end of the run (the training is over, nothing to slow down): resolve until every pair is, or
+        timeout_s passes (a wedged GPU must not hold the exit). The last steps' device ends are then recorded,
+        not lost to a script that ended without a synchronize."""
+        deadline = time.monotonic() + timeout_s
+        while True:
+            self.resolve()
+            if not self._pending or time.monotonic() >= deadline:
+                return
+            time.sleep(0.002)
+
     def resolve(self) -> None:
         """Emit every pair the GPU has finished, in order; stop at the first unfinished one. Thread-safe."""
         with self._lock:

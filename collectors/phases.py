@@ -51,6 +51,9 @@ class StepLimitReached(SystemExit):
         self.steps = steps
 
 
+END_WAIT_S = 2.0
+
+
 class PhaseRecorder:
     """Installs the hooks; `append(record)` is the only sink (a JsonlAppender in practice)."""
 
@@ -104,13 +107,17 @@ class PhaseRecorder:
         self.resolve_every = 0
         return self
 
-    def drain(self) -> None:
-        """Emit the CUDA-event spans the GPU has finished (any thread; never raises, never waits)."""
+    def drain(self, wait_s: float = 0.0) -> None:
+        """Emit the CUDA-event spans the GPU has finished (any thread; never raises; waits up to wait_s for the
+        rest, only at the end of the run)."""
         timer = self.cuda_timer
         if timer is None or os.getpid() != self._owner_pid:   # a forked child must not touch CUDA
             return
         try:
-            timer.resolve()
+            if wait_s > 0 and hasattr(timer, "resolve_all"):
+                timer.resolve_all(wait_s)
+            else:
+                timer.resolve()
         except Exception:  # noqa: BLE001 (a broken CUDA context is the script's to report, not ours)
             pass
 
@@ -321,4 +328,6 @@ class PhaseRecorder:
     def uninstall(self) -> None:
         self._busy_clock.close()
         undo_all(self._undo)
-        self.drain()   # what the GPU has finished by now; spans still running at the end are not waited for
+        # The training is over: give the GPU a bounded moment to finish the last steps, so their device ends are
+        # recorded (a killed or wedged run still ends within END_WAIT_S).
+        self.drain(wait_s=END_WAIT_S)

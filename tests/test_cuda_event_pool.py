@@ -204,3 +204,31 @@ def test_to_wrapper_times_host_to_device_copies(call, monkeypatch):
     finally:
         rec.uninstall()
     assert [r[0] for r in records] == ["h2d"]
+
+
+def test_at_the_end_the_last_pairs_are_waited_for_within_a_bound():
+    import time
+    dev, out = FakeDevice(), []
+    timer = _timer(dev, out)
+    for _ in range(3):
+        timer.end("optimizer", timer.begin())
+    # the GPU finishes the last step 50 ms after the script returned: recorded, not lost
+    catch_up = threading.Timer(0.05, lambda: setattr(dev, "reached", dev.now_ms))
+    catch_up.start()
+    t0 = time.monotonic()
+    timer.resolve_all(timeout_s=2.0)
+    assert len(out) == 3 and time.monotonic() - t0 < 1.0
+    # a wedged GPU: given up after the bound, nothing raised
+    timer.end("optimizer", timer.begin())
+    t0 = time.monotonic()
+    timer.resolve_all(timeout_s=0.1)
+    assert len(out) == 3 and 0.1 <= time.monotonic() - t0 < 1.0
+    catch_up.join()
+
+
+def test_uninstall_waits_for_the_gpu_but_a_fake_timer_without_resolve_all_is_resolved_once():
+    rec = PhaseRecorder([].append)
+    calls = []
+    rec.cuda_timer = _CountingTimer(lambda: calls.append(1))
+    rec.drain(wait_s=1.0)
+    assert calls == [1]

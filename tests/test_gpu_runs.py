@@ -2,10 +2,13 @@
 the device-first engine must give the true verdict and a steady step time a synchronized clock agrees with.
 
 Each run's truth (truth.json) is what the workload was built to be and `step_ms`, the script's own clock
-(torch.cuda.synchronize() only at the ends of its window). Runs whose script starts its clock before haiprof's
-tracing window ends (warm=3 or 5, the window covers steps 2-6) include the profiler's slowed steps in that clock;
-`steady` leaves traced steps out by definition, so for those runs the test checks the device clock itself: the
-device time over the script's own window, traced steps included, against `step_ms`.
+(torch.cuda.synchronize() only at the ends of its window: steps warm+1 .. last). haiprof's default tracing window
+profiles steps 3-5 (0-1 warm-up, 2 the profiler's own warm-up) and detaches the profiler when step 5 ends. Where
+the script's window starts after that (gpu_compute.py, warm=5; gpu_launch.py, warm=10) `steady` must agree with
+the clock within 5%. Where it holds traced steps (gpu_io.py and gpu_h2d.py, warm=3: steps 4-5 and the profiler's
+teardown), the clock includes the profiler's cost and the prefetched batches the window caught, which `steady`
+leaves out by definition; for those the test checks the device clock itself within the same 5%: the device time
+over the script's own window, traced steps included.
 """
 import json
 import os
@@ -21,7 +24,7 @@ GPU_RUNS = Path(os.environ.get("HAIPROF_GPU_RUNS", REPO.parent / "shared" / "gpu
 RUNS = GPU_RUNS / "h100-2026-11-22"
 TRUTH = json.loads((GPU_RUNS / "truth.json").read_text()) if (GPU_RUNS / "truth.json").is_file() else {}
 NAMES = sorted(n for n in TRUTH if not n.startswith("_") and (RUNS / n).is_dir())
-TRACE_WINDOW_END_STEP = 6     # haiprof's default window: 2 warm-up steps, 1 profiler warm-up, 3 traced
+LAST_TRACED_STEP = 5     # haiprof's default window: steps 0-1 warm-up, 2 profiler warm-up, 3-5 traced
 
 pytestmark = pytest.mark.skipif(not NAMES, reason=f"no recorded GPU runs at {GPU_RUNS}")
 
@@ -63,16 +66,16 @@ def test_steady_step_time_agrees_with_the_scripts_clock(reports, name):
     s, truth = reports[name], TRUTH[name]
     own_ms = truth["step_ms"]
     warm = _clock_warm(truth.get("workload", ""))
-    if warm > TRACE_WINDOW_END_STEP:
+    if warm >= LAST_TRACED_STEP:
         steady_ms = 1e3 * s["step_time_s"]["steady"]
         assert abs(steady_ms / own_ms - 1) <= 0.05, f"{name}: steady {steady_ms:.2f} ms vs own clock {own_ms} ms"
         return
-    # The script's window holds the tracing window: compare the device clock over that same window.
+    # The script's window holds traced steps: compare the device clock over that same window.
     steps = {st["index"]: st for st in s["device"]["per_step"]}
-    window = [steps[k]["duration_s"] for k in range(warm + 1, max(steps) + 1) if k in steps]
+    window = [steps[k]["duration_s"] for k in range(warm + 1, s["steps"])]
     assert len(window) >= 10
     device_ms = 1e3 * sum(window) / len(window)
-    assert abs(device_ms / own_ms - 1) <= 0.07, f"{name}: device {device_ms:.2f} ms vs own clock {own_ms} ms"
+    assert abs(device_ms / own_ms - 1) <= 0.05, f"{name}: device {device_ms:.2f} ms vs own clock {own_ms} ms"
 
 
 def test_steady_is_never_the_median_of_bimodal_steps(reports):

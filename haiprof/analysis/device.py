@@ -18,9 +18,9 @@ def analyze(records, op_trace: dict | None) -> dict | None:
     else:
         gpu = (op_trace or {}).get("gpu") or {}
         per_step_us = gpu.get("kernel_us_per_step")
-        density = D.kernel_density(steady, per_step_us * 1e3 if per_step_us is not None else None)
+        density = D.kernel_density(D.measured(steady), per_step_us * 1e3 if per_step_us is not None else None)
         source = "tracing window" if density is not None else None
-    sh = D.shares(steady, density)
+    sh = D.shares(D.measured(steady), density)
     if sh is None:
         return None
     steady_s = D.seconds_per_step(steady)
@@ -46,6 +46,8 @@ def analyze(records, op_trace: dict | None) -> dict | None:
         "busy": sh["busy"], "idle_by_host": sh["idle"], "bound": sh["bound"], "launch_parts": sh["launch_parts"], "kernel_density": density,
         "kernel_source": source,
         "per_step": [{"index": st.index, "start_ns": st.start_ns, "duration_s": st.duration_ns / 1e9,
-                      "busy_s": sum(st.busy.values()) / 1e9, "traced": st.traced} for st in steps],
+                      "busy_s": sum(st.busy.values()) / 1e9, "traced": st.traced,
+                      **({"estimated_end": True} if st.estimated else {})} for st in steps],
+        "steps_estimated": sum(st.estimated for st in steps),
     }
     return {"phase_share": sh["phase_share"], "steady_s": steady_s, "findings": findings, "summary": summary}

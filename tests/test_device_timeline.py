@@ -1,0 +1,64 @@
+"""The device-first partition (analyzers/device_timeline.py) on hand-built records: steps whose closing CUDA
+event never resolved (the run ended first) still count in the step time, with an estimated end, not in shares."""
+import pytest
+
+from haiprof.analyzers import device_timeline as D
+
+US = 1_000          # ns
+MS = 1_000_000
+
+
+def _step(k, t, wait_ms=4.0, gpu=("forward", "backward", "optimizer")):
+    """One training step starting at host time t (ns): DataLoader wait, forward, backward, optimizer; the GPU
+    runs each phase's span shortly after the host enqueued it. Returns (records, host end)."""
+    r, h = [], t
+    for phase, ms in (("dataloader", wait_ms), ("forward", 2.0), ("backward", 2.0), ("optimizer", 2.0)):
+        r.append((phase, h, h + int(ms * MS)))
+        h += int(ms * MS)
+    dev = {"forward": (t + int(wait_ms * MS) + 100 * US, 2_900 * US), "backward": (None, 2_500 * US),
+           "optimizer": (None, 1_000 * US)}
+    cur = None
+    for phase in ("forward", "backward", "optimizer"):
+        start, dur = dev[phase]
+        start = start if start is not None else cur
+        if phase in gpu:
+            r.append(("gpu:" + phase, start, start + dur))
+        cur = start + dur
+    r.append(("@step", h, h))
+    return r, h
+
+
+def _run(last_wait_ms=34.0, last_gpu=("forward",)):
+    records, t = [], 0
+    for k in range(6):
+        rec, t = _step(k, t)
+        records += rec
+    rec, t = _step(6, t, wait_ms=last_wait_ms, gpu=last_gpu)   # its backward/optimizer spans never resolved
+    return records + rec
+
+
+def test_resolved_steps_tile_the_device_timeline():
+    steps = D.device_steps(_run(last_gpu=("forward", "backward", "optimizer")))
+    assert [st.index for st in steps] == [1, 2, 3, 4, 5, 6] and not any(st.estimated for st in steps)
+    assert all(a.end_ns == b.start_ns for a, b in zip(steps, steps[1:]))
+    assert steps[0].duration_ns == 10 * MS
+    assert steps[-1].duration_ns == pytest.approx(40 * MS, abs=0.5 * MS)
+
+
+def test_a_last_step_whose_events_never_resolved_is_estimated_not_dropped():
+    steps = D.device_steps(_run())
+    assert [st.index for st in steps] == [1, 2, 3, 4, 5, 6]
+    last = steps[-1]
+    assert last.estimated and not any(st.estimated for st in steps[:-1])
+    # no earlier than the host's end of the step (it waited 34 ms for its batch), plus the usual device work
+    # that was not recorded (backward + optimizer: 3.5 ms)
+    host_end = max(t for name, t, _ in _run() if name == "@step")
+    assert last.end_ns == host_end + 3_500 * US
+    assert last.idle["dataloader"] >= 33 * MS
+    steady = D.steady(steps, warmup=1)
+    assert last in steady and last not in D.measured(steady)   # in the step time, not in the shares
+    assert D.seconds_per_step(steady) == pytest.approx((4 * 10 * MS + last.duration_ns) / 5 / 1e9)
+    sh = D.shares(D.measured(steady), None)
+    # each resolved step: the GPU idles 3.5 of its 10 ms while the host waits for the batch (the rest of the 4 ms
+    # wait overlaps the previous step's optimizer span on the device)
+    assert sh["steps"] == 4 and sh["phase_share"]["dataloader"] == pytest.approx(0.35)
