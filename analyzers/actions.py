@@ -39,9 +39,10 @@ def _io(f: dict, s: dict) -> dict:
         waits.append(f"pageable host-to-device copies take {_pct(pageable)} of GPU time"
                      + (f" at {bw:.1f} GB/s" if bw else ""))
         title = "Pin host memory (pin_memory=True) and load batches in DataLoader workers"
-    if f.get("recommendation"):
-        waits.append(f["recommendation"].rstrip("."))
-    return {"title": title, "reason": "; ".join(waits), "gain_share": f.get("share", 0.0)}
+    reason = "; ".join(waits)
+    if f.get("recommendation"):   # a sentence of its own: the input split's advice (workers, storage)
+        reason += ". " + f["recommendation"].rstrip(".")
+    return {"title": title, "reason": reason, "gain_share": f.get("share", 0.0)}
 
 
 def _compute(f: dict, s: dict) -> dict:

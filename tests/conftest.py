@@ -38,6 +38,16 @@ def run_haiprof(*args, cwd=None, timeout=180, env=None, **kw):
                           timeout=timeout, env=e, **kw)
 
 
+ARTIFACTS = Path(os.environ.get("HAIPROF_TEST_ARTIFACTS", REPO / "test-artifacts"))
+
+
+def artifact(name: str) -> str:
+    """Where a browser test keeps its screenshot (test-artifacts/, or $HAIPROF_TEST_ARTIFACTS), so a person or a
+    CI job can look at the page the assertions were made on; each run overwrites the last."""
+    ARTIFACTS.mkdir(parents=True, exist_ok=True)
+    return str(ARTIFACTS / name)
+
+
 def teardown_cupti_probe(tmp_path, target) -> Path:
     """A script that runs TARGET as __main__, then prints whether TEARDOWN_CUPTI is still set in its
     environment (haiprof must leave the user's environment as it found it)."""

@@ -5,7 +5,7 @@ import json
 
 import pytest
 
-from conftest import SCRIPTS, run_haiprof
+from conftest import SCRIPTS, artifact, run_haiprof
 from test_report_browser import browser, open_report  # noqa: F401  (browser: a fixture)
 
 from haiprof.analyzers.compare import describe_target, step_distribution
@@ -64,7 +64,7 @@ def test_compare_html_page(runs, browser, tmp_path):  # noqa: F811
     legend = page.locator("#fig-ba_steps .mc-legend").inner_text()
     assert "before (p50" in legend and "after (p50" in legend
     assert "fused-optim" not in page.locator("#fix-regression").all_inner_texts()
-    page.screenshot(path=str(tmp_path / "compare.png"), full_page=True)   # kept as a test artifact
+    page.screenshot(path=artifact("compare.png"), full_page=True)
     page.close()
 
 

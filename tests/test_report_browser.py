@@ -4,7 +4,7 @@ import shutil
 
 import pytest
 
-from conftest import EXAMPLES, SCRIPTS, load_summary, run_haiprof
+from conftest import EXAMPLES, SCRIPTS, artifact, load_summary, run_haiprof
 
 MAX_REPORT_BYTES = 1_500_000    # issue 13: a report stays light enough to mail or attach
 CHROMIUM_ARGS = ["--no-sandbox", "--disable-gpu", "--disable-quic", "--no-first-run",
@@ -62,7 +62,7 @@ def test_report_renders_offline(browser, tmp_path):
     box = page.locator("#next").bounding_box()
     assert box["y"] + box["height"] <= page.viewport_size["height"], box
     assert page.locator("#toc a").count() >= 4
-    page.screenshot(path=str(tmp_path / "report-cpu.png"))   # kept as a test artifact
+    page.screenshot(path=artifact("report-cpu.png"), full_page=True)
     assert (out / "report.html").stat().st_size <= MAX_REPORT_BYTES
     page.close()
 

@@ -1,7 +1,7 @@
 """The report of real H100 runs (shared/gpu-runs, re-analysed with `haiprof report`) in headless Chromium: the
 action first ("do this next" above the fold, pinned memory on the pageable-copy run), kernels listed on the
 matmul-bound run, the step chart's axis set by the steady steps, no console errors, no network, ≤ 1.5 MB.
-Screenshots stay in the test's tmp dir as artifacts."""
+Screenshots are kept in test-artifacts/ (conftest.artifact)."""
 import json
 import os
 import shutil
@@ -9,7 +9,7 @@ from pathlib import Path
 
 import pytest
 
-from conftest import REPO, load_summary, run_haiprof
+from conftest import REPO, artifact, load_summary, run_haiprof
 from test_report_browser import MAX_REPORT_BYTES, browser, open_report  # noqa: F401  (fixture)
 
 GPU_RUNS = Path(os.environ.get("HAIPROF_GPU_RUNS", REPO.parent / "shared" / "gpu-runs"))
@@ -37,8 +37,8 @@ def _check_page(browser, d, tmp_path, name):
     assert requests == [report.as_uri()]
     box = page.locator("#next").bounding_box()
     assert box and box["y"] + box["height"] <= page.viewport_size["height"], box
-    page.screenshot(path=str(tmp_path / f"{name}-top.png"))
-    page.screenshot(path=str(tmp_path / f"{name}-full.png"), full_page=True)
+    page.screenshot(path=artifact(f"{name}-top.png"))
+    page.screenshot(path=artifact(f"{name}-full.png"), full_page=True)
     return page
 
 
