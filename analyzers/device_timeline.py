@@ -137,7 +137,9 @@ def _unresolved_tail(steps: list[DeviceStep], ends: list, step_marks: list, host
         mine = [iv for iv in gpu if a <= iv[1] < mark]     # enqueued before the host finished this step
         lower = max([mark] + [e for _, _, e in mine])
         busy, idle = partition(gpu, host, a, lower)
-        b = lower + max(0, usual - sum(busy.values()))
+        unrecorded = max(0, usual - sum(busy.values()))
+        busy["unrecorded"] = unrecorded     # device work assumed, not seen: no phase of its own in the shares
+        b = lower + unrecorded
         out.append(DeviceStep(k, a, b, busy, idle, estimated=True))
         a = b
     return out

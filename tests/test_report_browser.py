@@ -34,6 +34,20 @@ def open_report(browser, path):
     return page, problems, requests
 
 
+def _tick_x(page, fig) -> dict:
+    """x pixel of each x-axis tick label of a drawn chart."""
+    return {t.text_content(): float(t.get_attribute("x"))
+            for t in page.locator(f"#fig-{fig} .mc-axes text.mc-tick").all() if t.get_attribute("text-anchor") == "middle"}
+
+
+def assert_lined_up(page, fig, other):
+    """The same step label sits at the same pixel on both charts."""
+    a, b = _tick_x(page, fig), _tick_x(page, other)
+    shared = [k for k in a if k in b]
+    assert len(shared) >= 2, (a, b)
+    assert all(abs(a[k] - b[k]) <= 1.0 for k in shared), (a, b)
+
+
 def test_report_renders_offline(browser, tmp_path):
     out = tmp_path / "r"
     assert run_haiprof("run", "--quiet", "--out", out, EXAMPLES / "input_bound.py", "--batches", "15").returncode == 0
@@ -49,14 +63,7 @@ def test_report_renders_offline(browser, tmp_path):
     assert page.locator("#fig-steps .bars path").count() >= 10
     # utilization is drawn against the steps, lined up with the step chart: the same step label sits at the
     # same pixel on both (a seconds axis cannot be lined up with steps)
-    def tick_x(fig):
-        return {t.text_content(): float(t.get_attribute("x"))
-                for t in page.locator(f"#fig-{fig} .mc-axes text.mc-tick").all()
-                if t.get_attribute("text-anchor") == "middle"}
-    steps_x, cpu_x = tick_x("steps"), tick_x("cpu")
-    shared = [k for k in steps_x if k in cpu_x and k != "0"]
-    assert shared, (steps_x, cpu_x)
-    assert all(abs(steps_x[k] - cpu_x[k]) <= 1.0 for k in shared), (steps_x, cpu_x)
+    assert_lined_up(page, "steps", "cpu")
     # the action comes first: "do this next" names the fix command, above the fold of a laptop screen
     assert "haiprof run --fix prefetch" in page.locator("#next").inner_text()
     box = page.locator("#next").bounding_box()

@@ -10,7 +10,7 @@ from pathlib import Path
 import pytest
 
 from conftest import REPO, artifact, load_summary, run_haiprof
-from test_report_browser import MAX_REPORT_BYTES, browser, open_report  # noqa: F401  (fixture)
+from test_report_browser import MAX_REPORT_BYTES, assert_lined_up, browser, open_report  # noqa: F401
 
 GPU_RUNS = Path(os.environ.get("HAIPROF_GPU_RUNS", REPO.parent / "shared" / "gpu-runs"))
 RUNS = GPU_RUNS / "h100-2026-11-22"
@@ -71,6 +71,9 @@ def test_matmul_bound_run_lists_kernels_and_steady_axis(browser, tmp_path):
     top = steps["layout"]["yaxis"]["range"][1]
     assert max(totals) > top >= s["step_time_s"]["steady"] * 1e3
     assert steps["layout"]["annotations"], "clipped steps are labelled with their own time"
+    # busy/idle per step and the utilization charts line up with the step chart, step for step
+    for other in ("gpu-steps", "hw-gpu-util", "cpu"):
+        assert_lined_up(page, "steps", other)
     for fig in figs.values():    # no axis with negative ticks: every bar chart starts at zero
         rng = fig["layout"].get("yaxis", {}).get("range")
         assert rng is None or rng[0] >= 0

@@ -39,13 +39,8 @@ def step_chart(steps, warmup: int, phases, traced=()) -> dict:
     totals = [sum(per_phase[p][i] for p in phases) for i in range(len(xs))]
     steady = [t for x, t in zip(xs, totals) if x >= warmup and x not in set(traced)]
     yaxis, notes = clip_outliers(xs, totals, steady, "ms")
-    shapes = []
-    if warmup and n > warmup:
-        shapes.append({"type": "rect", "xref": "x", "yref": "paper", "x0": -0.5, "x1": warmup - 0.5,
-                       "y0": 0, "y1": 1, "fillcolor": "#999", "opacity": 0.15, "line": {"width": 0}})
-    for i in traced:  # steps of the op-level tracing window: profiler overhead, not in the statistics
-        shapes.append({"type": "rect", "xref": "x", "yref": "paper", "x0": i - 0.5, "x1": i + 0.5,
-                       "y0": 0, "y1": 1, "fillcolor": "#f58518", "opacity": 0.12, "line": {"width": 0}})
+    # warm-up and the op-level tracing window's steps (profiler overhead) are shaded: not in the statistics
+    shapes = StepAxis.shapes(xs[0], xs[-1], warmup if n > warmup else 0, traced) if xs else []
     return {"data": traces, "layout": _layout(title, "ms", barmode="stack", shapes=shapes, annotations=notes,
                                                xaxis={"title": {"text": "step"}}, yaxis=yaxis)}
 
@@ -128,16 +123,22 @@ class StepAxis:
                 ([f"{after:.1f} s after the last step"] if after >= 0.05 else [])
         return f" (per step; {' and '.join(parts)} not shown)" if parts else " (per step)"
 
+    @staticmethod
+    def shapes(first: int, last: int, warmup: int, traced) -> list:
+        """The step chart's shading: warm-up steps grey, the tracing window's steps orange."""
+        out = []
+        if warmup:
+            out.append({"type": "rect", "xref": "x", "yref": "paper", "x0": first - 0.5,
+                        "x1": min(last, first + warmup - 1) + 0.5, "y0": 0, "y1": 1, "fillcolor": "#999",
+                        "opacity": 0.15, "line": {"width": 0}})
+        out += [{"type": "rect", "xref": "x", "yref": "paper", "x0": i - 0.5, "x1": i + 0.5, "y0": 0, "y1": 1,
+                 "fillcolor": "#f58518", "opacity": 0.12, "line": {"width": 0}} for i in traced]
+        return out
+
     def layout(self) -> dict:
         first, last = self.spans[0][0], self.spans[-1][0]
-        shapes = []
-        if self.warmup:
-            shapes.append({"type": "rect", "xref": "x", "yref": "paper", "x0": first - 0.5,
-                           "x1": min(last, first + self.warmup - 1) + 0.5, "y0": 0, "y1": 1, "fillcolor": "#999",
-                           "opacity": 0.15, "line": {"width": 0}})
-        shapes += [{"type": "rect", "xref": "x", "yref": "paper", "x0": i - 0.5, "x1": i + 0.5, "y0": 0, "y1": 1,
-                    "fillcolor": "#f58518", "opacity": 0.12, "line": {"width": 0}} for i in self.traced]
-        return {"xaxis": {"title": {"text": "step"}, "range": [first - 0.5, last + 0.5]}, "shapes": shapes}
+        return {"xaxis": {"title": {"text": "step"}, "range": [first - 0.5, last + 0.5]},
+                "shapes": self.shapes(first, last, self.warmup, self.traced)}
 
 
 def step_axis(d) -> StepAxis | None:

@@ -15,18 +15,24 @@ def _pct(x) -> str:
     return "n/a" if x is None else f"{100 * x:.0f}%"
 
 
-def _busy_chart(dev: dict, warmup: int) -> dict:
+def _busy_chart(dev: dict, warmup: int, host_steps: list) -> dict:
+    """Busy/idle bars under the step chart's bars: one category per host step (a step without device time, the
+    first one, keeps an empty slot), so bar i sits under bar i of "Time per step" and both shade the same steps."""
     per = dev.get("per_step") or []
-    xs = [p["index"] for p in per]
-    busy = [p["busy_s"] * 1e3 for p in per]
-    idle = [max(0.0, (p["duration_s"] - p["busy_s"]) * 1e3) for p in per]
-    totals = [b + i for b, i in zip(busy, idle)]
-    steady = [t for p, t in zip(per, totals) if not p["traced"] and p["index"] > warmup]
+    by_index = {p["index"]: p for p in per}
+    aligned = bool(host_steps) and len(host_steps) <= charts.MAX_BARS and by_index.keys() <= set(host_steps)
+    xs = list(host_steps) if aligned else [p["index"] for p in per]
+    busy = [by_index[i]["busy_s"] * 1e3 if i in by_index else None for i in xs]
+    idle = [max(0.0, (by_index[i]["duration_s"] - by_index[i]["busy_s"]) * 1e3) if i in by_index else None
+            for i in xs]
+    totals = [(b or 0) + (i or 0) for b, i in zip(busy, idle)]
+    steady = [t for x, t in zip(xs, totals) if x in by_index and not by_index[x]["traced"] and x > warmup]
     yaxis, notes = charts.clip_outliers(xs, totals, steady, "ms")
+    shapes = charts.StepAxis.shapes(xs[0], xs[-1], warmup, [p["index"] for p in per if p["traced"]]) if xs else []
     return {"data": [{"type": "bar", "name": "GPU busy", "x": xs, "y": busy, "marker": {"color": "#4c78a8"}},
                      {"type": "bar", "name": "GPU idle", "x": xs, "y": idle, "marker": {"color": "#bab0ac"}}],
             "layout": charts._layout("GPU busy and idle per step (device clock)", "ms", barmode="stack",
-                                     annotations=notes, yaxis=yaxis, xaxis={"title": {"text": "step"}})}
+                                     annotations=notes, yaxis=yaxis, shapes=shapes, xaxis={"title": {"text": "step"}})}
 
 
 def _memory_chart(mem: dict) -> dict:
@@ -95,7 +101,8 @@ def section_gpu(d, figs) -> str:
         total_idle = sum(idle.values()) or 1.0
         parts.append(f"<p>On the device clock a steady step takes {dev['steady_step_s'] * 1e3:.1f} ms: the GPU is "
                      f"busy {_pct(dev['busy_share'])} and idle {_pct(dev['idle_share'])} of it.</p>")
-        figs["gpu-steps"] = _busy_chart(dev, d.summary.get("warmup_steps_excluded", 0))
+        figs["gpu-steps"] = _busy_chart(dev, d.summary.get("warmup_steps_excluded", 0),
+                                        [st.index for st in getattr(d, "steps", None) or []])
         rows = "".join(f"<tr><td>{esc(IDLE_LABELS.get(k, k))}</td><td>{_pct(v)}</td><td>{_pct(v / total_idle)}</td></tr>"
                        for k, v in sorted(idle.items(), key=lambda kv: -kv[1]) if v >= 0.005)
         parts.append('<div class="chart" id="fig-gpu-steps"></div><h4>Why the GPU was idle</h4>'
