@@ -83,3 +83,11 @@ def test_recorded_h100_run_utilization_on_the_step_axis(tmp_path):
         xs = [x for t in figs[key]["data"] for x in t["x"]]
         assert xs and all(-0.5 <= x <= n - 0.5 for x in xs), key
     assert figs["steps"]["data"][0]["x"][0] == 0 and len(figs["steps"]["data"][0]["x"]) == n
+
+
+def test_device_memory_per_step_spans_the_step_charts_steps():
+    from haiprof.render import gpu
+    per = [{"index": i, "peak_allocated": 2**30 * i, "peak_reserved": 2**31} for i in range(3, 10)]
+    fig = gpu._memory_chart({"per_step": per, "capacity_bytes": 80 * 2**30}, list(range(12)))
+    assert fig["layout"]["xaxis"]["range"] == [-0.5, 11.5] and fig["data"][0]["x"] == list(range(3, 10))
+    assert fig["layout"]["yaxis"]["range"] == [0, 80]

@@ -35,15 +35,18 @@ def _busy_chart(dev: dict, warmup: int, host_steps: list) -> dict:
                                      annotations=notes, yaxis=yaxis, shapes=shapes, xaxis={"title": {"text": "step"}})}
 
 
-def _memory_chart(mem: dict) -> dict:
+def _memory_chart(mem: dict, host_steps: list) -> dict:
     per = mem["per_step"]
     xs = [p["index"] for p in per]
     gib = 2 ** -30
+    xaxis = {"title": {"text": "step"}}
+    if host_steps:     # the step chart's extent, so step i sits over bar i
+        xaxis["range"] = [host_steps[0] - 0.5, host_steps[-1] + 0.5]
     return {"data": [{"type": "scatter", "mode": "lines+markers", "name": "peak allocated (so far)", "x": xs,
                       "y": [p["peak_allocated"] * gib for p in per]},
                      {"type": "scatter", "mode": "lines+markers", "name": "peak reserved (so far)", "x": xs,
                       "y": [p["peak_reserved"] * gib for p in per]}],
-            "layout": charts._layout("Device memory per step", "GiB", xaxis={"title": {"text": "step"}},
+            "layout": charts._layout("Device memory per step", "GiB", xaxis=xaxis,
                                      yaxis={"title": {"text": "GiB"}, "range": [0, (mem.get("capacity_bytes") or
                                             max(p["peak_reserved"] for p in per) * 1.2) * gib]})}
 
@@ -83,7 +86,7 @@ def _memory(d, figs) -> str:
     if not mem or not mem.get("per_step"):
         return ("<h4>Memory</h4>" + warn + "<p class='unavailable'>Per-step device memory was not recorded for "
                 "this run (recorded by haiprof run on CUDA from the allocator's counters).</p>")
-    figs["gpu-mem"] = _memory_chart(mem)
+    figs["gpu-mem"] = _memory_chart(mem, [st.index for st in getattr(d, "steps", None) or []])
     cap = mem.get("capacity_bytes")
     facts = (f"peak allocated {mem['peak_allocated_bytes'] / 2**30:.2f} GiB, peak reserved "
              f"{mem['peak_reserved_bytes'] / 2**30:.2f} GiB" + (f" of {cap / 2**30:.1f} GiB "
