@@ -103,27 +103,22 @@ def test_straggler_on_rank1_named_with_its_dataloader(tmp_path):
     assert meta["launcher_argv"][:2] == ["--nproc-per-node", "2"]
 
 
-def _killed_rank_job(out):
+def test_killed_rank_keeps_the_survivor_and_names_the_missing(tmp_path):
+    out = tmp_path / "run"
     r = run_haiprof("run", "--trace-steps", "0", "--out", out, "--nproc-per-node", "2", EXAMPLE, "--steps", "30", "--batch-size", "16",
                     "--layers", "2", "--die-rank", "1", "--die-step", "4")
     assert r.returncode == 1
     s = load_summary(out)
-    return s, next(x for x in _dist(s)["ranks"] if x["rank"] == 0)
-
-
-def test_killed_rank_keeps_the_survivor_and_names_the_missing(tmp_path):
-    out = tmp_path / "run"
-    s, rank0 = _killed_rank_job(out)
-    if rank0["steps"] == 0:
-        # Seen once in ~10 runs on a 2-core CI machine: the survivor's steps missing from the merged report (cause
-        # not yet found; noted for investigation). One retry with the same strict checks.
-        out = tmp_path / "run-retry"
-        s, rank0 = _killed_rank_job(out)
     d = _dist(s)
     assert 1 in d["failed_ranks"]
     bad = next(p for p in d["problems"] if p["rank"] == 1)
     assert bad["exit_code"] == -9 and "SIGKILL" in bad["message"]
+    # torchrun's agent SIGTERMs the survivor while it unwinds from the broken allreduce, often before the records
+    # queued since its last periodic flush (all of its steps, in a job this short) are written: they must reach the
+    # disk all the same, and so must its outcome in meta.json.
+    rank0 = next(x for x in d["ranks"] if x["rank"] == 0)
     assert rank0["steps"] >= 3 and rank0["phase_share"]
+    assert json.loads((out / "rank-0" / "meta.json").read_text())["exit_code"] is not None
     assert "rank 1 failed (exit -9 (SIGKILL))" in s["headline"]
     assert s["exit_code"] == 1
     html = (out / "report.html").read_text()

@@ -150,8 +150,12 @@ _HAIPROF_DIR = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))   # t
 
 
 def run(script: str | None, args: list[str], module: str | None = None,
-        step_limit_exc: type | None = None) -> Outcome:
-    """Run the target; returns how it ended. Raises LaunchError before running anything if it cannot start."""
+        step_limit_exc: type | None = None, sigterm_after=None) -> Outcome:
+    """Run the target; returns how it ended. Raises LaunchError before running anything if it cannot start.
+
+    `sigterm_after`: a handler put in place for SIGTERM when the script is over, instead of the one found at the
+    start (which the caller then restores itself). Restoring a default handler here would leave a moment, before
+    the caller has flushed its data, in which a SIGTERM ends the process outright."""
     _check_target(script, module)
     saved_argv, saved_path0 = sys.argv[:], sys.path[0] if sys.path else None
     main_pid = os.getpid()
@@ -214,7 +218,7 @@ def run(script: str | None, args: list[str], module: str | None = None,
     finally:
         for signum, handler in previous.items():
             if signal.getsignal(signum) is on_signal:
-                signal.signal(signum, handler)
+                signal.signal(signum, sigterm_after if signum == signal.SIGTERM and sigterm_after else handler)
         sys.argv = saved_argv
         if saved_path0 is not None and sys.path:
             sys.path[0] = saved_path0

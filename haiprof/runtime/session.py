@@ -202,27 +202,32 @@ def profile_target(run_dir: RunDir, opts: RunOptions, on_exit: Callable, fix_pla
     recorder.step_callbacks.append(window.on_step)
     outcome = None
     owner_pid = os.getpid()
+    term = _SigtermDeferred()
     try:
-        outcome = launcher.run(opts.script, opts.args, opts.module, step_limit_exc=StepLimitReached)
+        outcome = launcher.run(opts.script, opts.args, opts.module, step_limit_exc=StepLimitReached,
+                               sigterm_after=term if term.original == signal.SIG_DFL else None)
     finally:
         if os.getpid() != owner_pid:   # a child the script forked ended here: it must not finalize our run
             _exit_forked_child(outcome)
         with _finishing(run_dir):
-            ddp.uninstall()
-            recorder.uninstall()
-            window.close()      # before appender.close(): it writes the window's end mark
-            fix_session.finish()
-            appender.close()
-            if hooks_ok:
-                roots = recorder.narrowed_to
-                run_dir.record_status("phases", True, "" if roots is None else
-                                      f"forward timed on {roots} root module(s) after step 2")
-            stop_sidecar(sidecar)
-            if outcome is None:  # we are being torn down by something we did not catch
-                outcome = launcher.Outcome(1, "exception", error="haiprof interrupted")
-            run_dir.update_meta(end_time=time.time(), end_monotonic_ns=time.monotonic_ns(),
-                                exit_code=outcome.exit_code, how=outcome.how, error=outcome.error,
-                                steps_limit=opts.steps)
+            with term:   # until the data is on disk a SIGTERM is only noted (see _SigtermDeferred)
+                ddp.uninstall()
+                recorder.uninstall()
+                window.close()      # before appender.close(): it writes the window's end mark
+                fix_session.finish()
+                appender.close()
+                if hooks_ok:
+                    roots = recorder.narrowed_to
+                    run_dir.record_status("phases", True, "" if roots is None else
+                                          f"forward timed on {roots} root module(s) after step 2")
+                stop_sidecar(sidecar)
+                if outcome is None:  # we are being torn down by something we did not catch
+                    outcome = launcher.Outcome(1, "exception", error="haiprof interrupted")
+                run_dir.update_meta(end_time=time.time(), end_monotonic_ns=time.monotonic_ns(),
+                                    exit_code=outcome.exit_code, how=outcome.how, error=outcome.error,
+                                    steps_limit=opts.steps)
+            if term.signum is not None and outcome.reraise_signal is None:
+                outcome.reraise_signal = term.signum   # end of it after on_exit, with the status it would give
             on_exit(run_dir, outcome)
     if outcome.reraise_signal is not None:
         # Die of the same signal, as python would, so the parent sees the same status.
@@ -231,6 +236,32 @@ def profile_target(run_dir: RunDir, opts: RunOptions, on_exit: Callable, fix_pla
         signal.signal(outcome.reraise_signal, signal.SIG_DFL)
         os.kill(os.getpid(), outcome.reraise_signal)
     return outcome.exit_code
+
+
+class _SigtermDeferred:
+    """The SIGTERM handler from the script's end until the run's data is on disk (profile_target).
+
+    torch's elastic agent SIGTERMs the surviving ranks of a job as soon as one rank fails, while a survivor is still
+    unwinding from the broken collective. During the script launcher.run turns SIGTERM into an orderly end; once it
+    is over, the default action would kill the process before appender.close() writes the records queued since the
+    last periodic flush, which in a short job can be every step it made. So launcher.run leaves this handler in
+    place instead: the signal is noted, the data written, and the process ends of it after on_exit.
+    """
+
+    def __init__(self):
+        self.original = signal.getsignal(signal.SIGTERM)
+        self.signum = None
+
+    def __call__(self, signum, frame):
+        self.signum = signum
+
+    def __enter__(self):
+        return self
+
+    def __exit__(self, *exc):
+        if signal.getsignal(signal.SIGTERM) is self:   # put in place by launcher.run: from here, as before
+            signal.signal(signal.SIGTERM, self.original)
+        return False
 
 
 def _exit_forked_child(outcome) -> None:

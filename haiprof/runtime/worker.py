@@ -10,6 +10,7 @@ workers forked from a rank are not ranks: the collectors switch themselves off i
 from __future__ import annotations
 
 import os
+import signal
 import socket
 import sys
 from pathlib import Path
@@ -90,7 +91,9 @@ def main(argv: list[str]) -> int:
         run_dir.record_status("gather", False, gather.reason)
 
     def on_exit(run_dir: RunDir, outcome) -> None:
-        _finish_rank(run_dir, gather, rank, world, terminating=outcome.how in ("sigterm", "sighup"))
+        # reraise_signal, not how: a SIGTERM noted while the data was being written counts as well
+        _finish_rank(run_dir, gather, rank, world,
+                     terminating=outcome.reraise_signal in (signal.SIGTERM, signal.SIGHUP))
 
     fix_plan = None
     if ropts.fix:   # named fixes only: `auto` is refused before launch (distributed.rewrite)
