@@ -115,3 +115,26 @@ def test_between_the_scripts_end_and_the_data_on_disk_sigterm_is_only_noted(tmp_
         assert term.signum == signal.SIGTERM and signal.getsignal(signal.SIGTERM) == signal.SIG_DFL
     finally:
         signal.signal(signal.SIGTERM, original)
+
+
+SIGTERM_WHILE_PRINTING_THE_ERROR = f"""
+import os, runpy, signal, sys
+def hook(*exc):   # the traceback is being printed when the job's SIGTERM arrives
+    os.kill(os.getpid(), signal.SIGTERM)
+    sys.__excepthook__(*exc)
+sys.excepthook = hook
+runpy.run_path({str(SCRIPTS / 'seeded_train.py')!r}, run_name='__main__')
+raise ValueError("the script's own error")
+"""
+
+
+def test_sigterm_while_the_scripts_error_is_printed_ends_as_python_with_the_run_written(tmp_path):
+    script = tmp_path / "term_in_hook.py"
+    script.write_text(SIGTERM_WHILE_PRINTING_THE_ERROR)
+    plain = subprocess.run([sys.executable, str(script)], capture_output=True, text=True, timeout=120)
+    out = tmp_path / "r"
+    r = run_haiprof("run", "--quiet", "--trace-steps", "0", "--out", out, script)
+    assert r.returncode == plain.returncode == -signal.SIGTERM, r.stderr
+    assert "haiprof" not in r.stderr and "Traceback" not in r.stderr      # no traceback of ours
+    s = load_summary(out)
+    assert s["steps"] == 16 and s["exit_code"] == 128 + signal.SIGTERM

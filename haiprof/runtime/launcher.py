@@ -160,10 +160,17 @@ def run(script: str | None, args: list[str], module: str | None = None,
     saved_argv, saved_path0 = sys.argv[:], sys.path[0] if sys.path else None
     main_pid = os.getpid()
 
+    # Once the handlers are being put back, a signal is only noted (raising there would escape with the handlers
+    # half restored); the process still ends by it, after the caller has written the run.
+    late = {"restoring": False, "signum": None}
+
     def on_signal(signum, frame):
         if os.getpid() != main_pid:     # a forked child (DataLoader worker): behave like python would
             signal.signal(signum, signal.SIG_DFL)
             os.kill(os.getpid(), signum)
+            return
+        if late["restoring"]:
+            late["signum"] = late["signum"] or signum
             return
         raise Terminated(signum)
 
@@ -171,6 +178,34 @@ def run(script: str | None, args: list[str], module: str | None = None,
     for signum in _TERMINATING:
         if signal.getsignal(signum) != signal.SIG_IGN:
             previous[signum] = signal.signal(signum, on_signal)
+    try:
+        outcome = _run_target(script, args, module, step_limit_exc)
+    except KeyboardInterrupt as e:   # while the script's own end was handled (its traceback being printed):
+        outcome = _interrupted(e, None)   # python would have died of it there
+    except Terminated as e:
+        outcome = _terminated(e)
+    try:
+        if outcome.reraise_signal is None:
+            _join_user_threads()
+    except KeyboardInterrupt as e:
+        outcome = _interrupted(e, None)
+    except Terminated as e:
+        outcome = _terminated(e)
+    finally:
+        late["restoring"] = True
+        for signum, handler in previous.items():
+            if signal.getsignal(signum) is on_signal:
+                signal.signal(signum, sigterm_after if signum == signal.SIGTERM and sigterm_after else handler)
+        sys.argv = saved_argv
+        if saved_path0 is not None and sys.path:
+            sys.path[0] = saved_path0
+    if late["signum"] is not None and outcome.reraise_signal is None:
+        outcome.reraise_signal = late["signum"]
+    return outcome
+
+
+def _run_target(script, args, module, step_limit_exc) -> Outcome:
+    """Run the script as __main__; how it ended (its exceptions printed as python prints them)."""
     user_file = None
     try:
         if module is not None:
@@ -208,20 +243,6 @@ def run(script: str | None, args: list[str], module: str | None = None,
         except Exception:
             traceback.print_exception(type(e), e, tb)
         outcome = Outcome(1, "exception", error=f"{type(e).__name__}: {e}"[:500])
-    try:
-        if outcome.reraise_signal is None:
-            _join_user_threads()
-    except KeyboardInterrupt as e:
-        outcome = _interrupted(e, None)
-    except Terminated as e:
-        outcome = _terminated(e)
-    finally:
-        for signum, handler in previous.items():
-            if signal.getsignal(signum) is on_signal:
-                signal.signal(signum, sigterm_after if signum == signal.SIGTERM and sigterm_after else handler)
-        sys.argv = saved_argv
-        if saved_path0 is not None and sys.path:
-            sys.path[0] = saved_path0
     return outcome
 
 
