@@ -82,12 +82,18 @@ threading.Timer(0.0, os.kill, (os.getpid(), signal.SIGTERM)).start()
 """
 
 
-def test_sigterm_right_after_the_script_still_writes_every_step(tmp_path):
-    script = tmp_path / "term_at_end.py"
-    script.write_text(SIGTERM_AT_THE_END)
+def _python_and_haiprof(tmp_path, source: str):
+    """The script SOURCE run by plain python, then under `haiprof run` (no tracing window): both results and the
+    run directory."""
+    script = tmp_path / "script.py"
+    script.write_text(source)
     plain = subprocess.run([sys.executable, str(script)], capture_output=True, text=True, timeout=120)
     out = tmp_path / "r"
-    r = run_haiprof("run", "--quiet", "--trace-steps", "0", "--out", out, script)
+    return plain, run_haiprof("run", "--quiet", "--trace-steps", "0", "--out", out, script), out
+
+
+def test_sigterm_right_after_the_script_still_writes_every_step(tmp_path):
+    plain, r, out = _python_and_haiprof(tmp_path, SIGTERM_AT_THE_END)
     assert r.returncode == plain.returncode == -signal.SIGTERM, r.stderr
     rec = (out / "phases.jsonl").read_text()
     assert rec.count('"@step"') == 16, rec[-300:]      # seeded_train.py's 16 steps, none lost
@@ -129,11 +135,7 @@ raise ValueError("the script's own error")
 
 
 def test_sigterm_while_the_scripts_error_is_printed_ends_as_python_with_the_run_written(tmp_path):
-    script = tmp_path / "term_in_hook.py"
-    script.write_text(SIGTERM_WHILE_PRINTING_THE_ERROR)
-    plain = subprocess.run([sys.executable, str(script)], capture_output=True, text=True, timeout=120)
-    out = tmp_path / "r"
-    r = run_haiprof("run", "--quiet", "--trace-steps", "0", "--out", out, script)
+    plain, r, out = _python_and_haiprof(tmp_path, SIGTERM_WHILE_PRINTING_THE_ERROR)
     assert r.returncode == plain.returncode == -signal.SIGTERM, r.stderr
     assert "haiprof" not in r.stderr and "Traceback" not in r.stderr      # no traceback of ours
     s = load_summary(out)

@@ -36,15 +36,16 @@ def timeline_origin(meta: dict, samples: dict, steps: list) -> int | None:
     return min(firsts, default=None)
 
 
-def analyze(records: list, all_steps: list, samples: dict, status: dict, meta: dict) -> dict:
-    """{"summary": {"hardware": ..., "energy": ...}, "findings": [...], "timelines": {...}}."""
+def analyze(records: list, all_steps: list, samples: dict, status: dict, meta: dict, origin_ns: int | None) -> dict:
+    """{"summary": {"hardware": ..., "energy": ...}, "findings": [...], "timelines": {...}}; time series count
+    seconds from origin_ns (timeline_origin)."""
     steady = steady_steps(all_steps, T.WARMUP_STEPS)
     hw: dict = {"collectors": {n: {"available": bool(samples.get(n)), "reason": _why(status, n, samples)}
                                for n in HW_COLLECTORS}}
     tl: dict = {}
     findings: list = []
     window = (steady[0].start_ns, steady[-1].end_ns) if steady else None
-    gpu_sum, tl["gpu"] = devices.gpus(samples.get("gpu", []), timeline_origin(meta, samples, all_steps), window)
+    gpu_sum, tl["gpu"] = devices.gpus(samples.get("gpu", []), origin_ns, window)
     hw["gpu"] = gpu_sum
     link_sum, link_tl = links.analyze(samples.get("infiniband", []), samples.get("nic", []))
     hw["links"] = link_sum

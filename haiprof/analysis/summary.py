@@ -73,7 +73,8 @@ def analyze(run_dir: RunDir, extra_findings: list | None = None) -> RunData:
     samples = {name: run_dir.read_samples(name) for name in run_dir.sample_collectors()}
     status = run_dir.read_status()
     # -- hardware collectors: GPU, links, NUMA, disks, energy; input-bound split (analysis/hardware.py) --
-    hw = hw_analysis.analyze(records, all_steps, samples, status, meta)
+    origin = hw_analysis.timeline_origin(meta, samples, all_steps)   # one time origin for every chart
+    hw = hw_analysis.analyze(records, all_steps, samples, status, meta, origin)
     findings = hw_analysis.refine_io(findings, records, all_steps, samples, hw["summary"]["hardware"], meta)
     findings += hw["findings"]
     # -- end hardware --
@@ -124,7 +125,6 @@ def analyze(run_dir: RunDir, extra_findings: list | None = None) -> RunData:
     add_fix_results(run_dir, meta, summary)
     # --- end fixes ---
     summary["next_steps"] = gpu_analysis.next_steps(summary)   # "do this next", ranked
-    origin = hw_analysis.timeline_origin(meta, samples, all_steps)
     timelines = {"system": utilization.system_timelines(samples.get("system", []), origin),
                  "hardware": hw["timelines"], "origin_ns": origin}
     if trace:

@@ -29,8 +29,9 @@ def _parser() -> argparse.ArgumentParser:
     return p
 
 
-def enclosing_run(path: Path) -> RunDir | None:
-    """The `haiprof run` directory a trace file was written into (RUN/trace.json.gz), when it recorded steps.
+def enclosing_run(path: Path) -> tuple[RunDir, dict] | None:
+    """The `haiprof run` directory a trace file was written into (RUN/trace.json.gz), and its meta, when it
+    recorded steps.
 
     Its tracing window is a few steps chosen early in the run; the run directory beside it holds every step's
     CUDA-event spans. Analysing both through the one engine `haiprof report` uses gives the run's verdict, with
@@ -45,16 +46,15 @@ def enclosing_run(path: Path) -> RunDir | None:
         return None
     if meta.get("source") == "trace" or not meta.get("haiprof_version") or not run.file(PHASES_FILE).is_file():
         return None
-    return run if any(r[0] == "@step" for r in run.read_phase_records()) else None
+    return (run, meta) if any(r[0] == "@step" for r in run.read_phase_records()) else None
 
 
 MACHINE_KEYS = ("host", "cpu_model", "cpu_count", "cpu_affinity", "gpus", "python", "torch", "start_monotonic_ns",
                 "end_monotonic_ns")
 
 
-def _machine_of(run: RunDir) -> dict:
+def _machine_of(meta: dict) -> dict:
     """The run's machine facts its samples are read against (cores for the loader's CPU share, the time origin)."""
-    meta = run.read_meta()
     return {k: meta[k] for k in MACHINE_KEYS if k in meta}
 
 
@@ -182,7 +182,7 @@ def cmd_analyze(argv: list[str]) -> int:
     out = Path(ns.out) if ns.out else _default_out(_name(path))
     run_dir = RunDir.create(out)
     cmd = " ".join(["haiprof", "analyze", *argv])
-    run = None if ns.trace_only else enclosing_run(path)
+    run, run_meta = (None if ns.trace_only else enclosing_run(path)) or (None, {})
     if run is not None:
         notes.append(f"the trace was recorded by `haiprof run` in {run.path}: its steps (CUDA-event spans, samples) "
                      f"are analysed with the trace, as `haiprof report` does; --trace-only judges the traced steps "
@@ -195,7 +195,7 @@ def cmd_analyze(argv: list[str]) -> int:
                    for r, td in traces.items()],
         "phases_from_rank": first, "notes": notes, "start_time": time.time(), "exit_code": 0,
         "steps_from_run": str(run.path) if run is not None else None,
-        **(_machine_of(run) if run is not None else {}),
+        **_machine_of(run_meta),
     })
     if run is not None:
         _take_run_records(run, path, run_dir)

@@ -79,14 +79,14 @@ def _copies(g: dict) -> str:
             f"<th>ms</th><th>GB/s</th><th>share of GPU time</th></tr>{rows}</table>")
 
 
-def _memory(d, figs) -> str:
+def _memory(d, figs, host_steps: list) -> str:
     mem = d.summary.get("memory")
     f = next((x for x in d.summary.get("findings", []) if x.get("kind") == "memory"), None)
     warn = f'<p class="warn">{esc(f["message"])}</p>' if f else ""
     if not mem or not mem.get("per_step"):
         return ("<h4>Memory</h4>" + warn + "<p class='unavailable'>Per-step device memory was not recorded for "
                 "this run (recorded by haiprof run on CUDA from the allocator's counters).</p>")
-    figs["gpu-mem"] = _memory_chart(mem, [st.index for st in getattr(d, "steps", None) or []])
+    figs["gpu-mem"] = _memory_chart(mem, host_steps)
     cap = mem.get("capacity_bytes")
     facts = (f"peak allocated {mem['peak_allocated_bytes'] / 2**30:.2f} GiB, peak reserved "
              f"{mem['peak_reserved_bytes'] / 2**30:.2f} GiB" + (f" of {cap / 2**30:.1f} GiB "
@@ -99,13 +99,13 @@ def section_gpu(d, figs) -> str:
     if not dev and not g:
         return ""
     parts = []
+    host_steps = [st.index for st in getattr(d, "steps", None) or []]   # the step chart's categories
     if dev:
         idle = dev.get("idle_by_host") or {}
         total_idle = sum(idle.values()) or 1.0
         parts.append(f"<p>On the device clock a steady step takes {dev['steady_step_s'] * 1e3:.1f} ms: the GPU is "
                      f"busy {_pct(dev['busy_share'])} and idle {_pct(dev['idle_share'])} of it.</p>")
-        figs["gpu-steps"] = _busy_chart(dev, d.summary.get("warmup_steps_excluded", 0),
-                                        [st.index for st in getattr(d, "steps", None) or []])
+        figs["gpu-steps"] = _busy_chart(dev, d.summary.get("warmup_steps_excluded", 0), host_steps)
         rows = "".join(f"<tr><td>{esc(IDLE_LABELS.get(k, k))}</td><td>{_pct(v)}</td><td>{_pct(v / total_idle)}</td></tr>"
                        for k, v in sorted(idle.items(), key=lambda kv: -kv[1]) if v >= 0.005)
         parts.append('<div class="chart" id="fig-gpu-steps"></div><h4>Why the GPU was idle</h4>'
@@ -116,5 +116,5 @@ def section_gpu(d, figs) -> str:
     else:
         parts.append("<p class='unavailable'>No kernel trace for this run: kernels and copies are listed from "
                      "the op-level tracing window.</p>")
-    parts.append(_memory(d, figs))
+    parts.append(_memory(d, figs, host_steps))
     return f'<section id="gpu"><h3>GPU</h3>{"".join(parts)}</section>'

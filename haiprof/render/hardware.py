@@ -45,7 +45,7 @@ def _panel(pid: str, title: str, body: str) -> str:
     return f'<div class="hw-panel" id="hw-{pid}"><h4>{esc(title)}</h4>{body}</div>'
 
 
-def _gpu(d, hw, tl, figs, missing) -> str:
+def _gpu(d, hw, tl, figs, missing, axis) -> str:
     devs = hw.get("gpu", {}).get("devices") or {}
     if not devs:
         return _missing(missing, "gpu")
@@ -54,7 +54,7 @@ def _gpu(d, hw, tl, figs, missing) -> str:
         f"<td>{_pct(g['sm_util_pct_mean'])}</td><td>{_watts(g.get('power_w_steady_mean'))}</td>"
         f"<td>{g['mem_used_bytes_max'] / 2**30:.2f} GiB</td>"
         f"<td>{esc(', '.join(g['throttle_reasons_seen']) or '-')}</td></tr>" for i, g in devs.items())
-    g, axis = tl.get("gpu", {}), charts.step_axis(d)
+    g = tl.get("gpu", {})
     figs["hw-gpu-util"] = charts.timeline_chart("GPU SM utilization", "%", g.get("util", []), axis)
     figs["hw-gpu-power"] = charts.timeline_chart("GPU power", "W", g.get("power", []), axis)
     figs["hw-gpu-mem"] = charts.timeline_chart("GPU memory used", "GiB", g.get("memory", []), axis)
@@ -65,7 +65,7 @@ def _gpu(d, hw, tl, figs, missing) -> str:
                   '<div class="chart" id="fig-hw-gpu-mem"></div>')
 
 
-def _links(d, hw, tl, figs, missing) -> str:
+def _links(d, hw, tl, figs, missing, axis) -> str:
     links = hw.get("links", {})
     rows = ""
     for group in ("infiniband", "nic"):
@@ -80,14 +80,14 @@ def _links(d, hw, tl, figs, missing) -> str:
     if not rows:
         return _missing(missing, "nic")
     figs["hw-links"] = charts.timeline_chart("Link throughput", "MB/s", _rate_series(d, tl.get("links", []), 1e-6),
-                                                 charts.step_axis(d))
+                                             axis)
     return _panel("links", "InfiniBand and NICs (throughput vs link rate)",
                   f'{notes}<table class="grid"><tr><td>kind</td><td>port</td><td>tx mean</td><td>rx mean</td>'
                   f'<td>link rate</td><td>peak share of link</td></tr>{rows}</table>'
                   '<div class="chart" id="fig-hw-links"></div>')
 
 
-def _numa(d, hw, tl, figs, missing) -> str:
+def _numa(d, hw, tl, figs, missing, axis) -> str:
     n = hw.get("numa", {})
     cross, place = n.get("cross_node", {}), n.get("placement", {})
     if not cross.get("samples"):
@@ -97,7 +97,7 @@ def _numa(d, hw, tl, figs, missing) -> str:
              f"({100 * (cross.get('cross_node_share') or 0):.1f}% of allocations)")
     series = _rate_series(d, tl.get("numa", []), 1e-6)
     if any(v for _, _, ys in series for v in ys):
-        figs["hw-numa"] = charts.timeline_chart("Cross-NUMA allocations", "MB/s", series, charts.step_axis(d))
+        figs["hw-numa"] = charts.timeline_chart("Cross-NUMA allocations", "MB/s", series, axis)
         chart = "<div class='chart' id='fig-hw-numa'></div>"
     else:
         chart = "<p class='note' id='hw-numa-none'>No cross-NUMA traffic: every sampled allocation was node-local.</p>"
@@ -110,11 +110,11 @@ def _numa(d, hw, tl, figs, missing) -> str:
                   f"</table><table class='grid'><tr><td>device</td><td>PCI</td><td>node</td></tr>{devs}</table>")
 
 
-def _disks(d, hw, tl, figs, missing) -> str:
+def _disks(d, hw, tl, figs, missing, axis) -> str:
     disks, membw, body = hw.get("disks") or {}, hw.get("membw") or {}, ""
     if disks:
         figs["hw-disks"] = charts.timeline_chart("Disk throughput", "MB/s", _rate_series(d, tl.get("disks", []), 1e-6),
-                                                 charts.step_axis(d))
+                                                 axis)
         rows = "".join(f"<tr><td>{esc(k)}</td><td>{_fmt_rate(v['read_bytes_per_s_mean'])}</td>"
                        f"<td>{_fmt_rate(v['write_bytes_per_s_mean'])}</td><td>{(v['reads_per_s_mean'] or 0):.0f}</td>"
                        f"<td>{100 * (v['busy_share_mean'] or 0):.0f}%</td></tr>" for k, v in disks.items())
@@ -124,7 +124,7 @@ def _disks(d, hw, tl, figs, missing) -> str:
         _missing(missing, "storage")
     if membw:
         figs["hw-membw"] = charts.timeline_chart("Memory bandwidth", "MB/s", _rate_series(d, tl.get("membw", []), 1e-6),
-                                                 charts.step_axis(d))
+                                                 axis)
         body += "<div class='chart' id='fig-hw-membw'></div>"
     else:
         _missing(missing, "membw")
@@ -159,8 +159,10 @@ def section_hardware(d, figs) -> str:
         return ""
     tl = d.timelines.get("hardware", {})
     missing: list = []
-    parts = [_input(d), _gpu(d, hw, tl, figs, missing), _energy(d, figs, missing), _links(d, hw, tl, figs, missing),
-             _numa(d, hw, tl, figs, missing), _disks(d, hw, tl, figs, missing)]
+    axis = charts.step_axis(d)   # every time series lined up with the step chart
+    parts = [_input(d), _gpu(d, hw, tl, figs, missing, axis), _energy(d, figs, missing),
+             _links(d, hw, tl, figs, missing, axis), _numa(d, hw, tl, figs, missing, axis),
+             _disks(d, hw, tl, figs, missing, axis)]
     if missing:
         parts.append(f'<p class="unavailable" id="hw-missing">Not collected on this run: {esc(", ".join(missing))} '
                      f'(why, and how to enable each: <a href="#collectors">Collectors</a>)</p>')
