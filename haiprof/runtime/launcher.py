@@ -76,8 +76,26 @@ def _check_target(script: str | None, module: str | None) -> None:
         raise LaunchError(f"can't open file {os.path.abspath(script)!r}: [Errno 2] No such file or directory")
     if os.path.isdir(script) and not os.path.exists(os.path.join(script, "__main__.py")):
         raise LaunchError(f"can't find '__main__' module in {script!r}")
-    if os.path.isfile(script):
+    if _is_zipapp(script):   # a .pyz / zip with __main__.py: python runs it from the archive
+        import zipfile
+        try:
+            with zipfile.ZipFile(script) as z:
+                has_main = "__main__.py" in z.namelist() or "__main__.pyc" in z.namelist()
+        except (OSError, zipfile.BadZipFile) as e:
+            raise LaunchError(f"can't read {script!r}: {e}") from None
+        if not has_main:
+            raise LaunchError(f"can't find '__main__' module in {script!r}")
+    elif os.path.isfile(script):
         _compile(script)
+
+
+def _is_zipapp(script: str) -> bool:
+    """A file python would run as a zip archive (zipapp): it opens it as one before reading it as source."""
+    import zipfile
+    try:
+        return os.path.isfile(script) and zipfile.is_zipfile(script)
+    except OSError:
+        return False
 
 
 def _compile(script: str):
@@ -109,6 +127,19 @@ def _run_file(script: str) -> None:
                          __spec__=None, __cached__=None, __package__=None, __annotations__={})
     sys.modules["__main__"] = main
     exec(code, main.__dict__)
+
+
+def _run_archive(path: str) -> None:
+    """Run a directory or zip archive (zipapp) as python does: its absolute path as sys.path[0], argv[0] as
+    given, then its `__main__` module through runpy's `_run_module_as_main` (the entry point python itself
+    calls for this case), in a fresh `__main__` module."""
+    import builtins
+    import types
+    sys.path[0] = os.path.abspath(path)
+    main = types.ModuleType("__main__")
+    main.__dict__["__builtins__"] = builtins
+    sys.modules["__main__"] = main
+    runpy._run_module_as_main("__main__", alter_argv=False)
 
 
 def _join_user_threads() -> None:
@@ -218,10 +249,10 @@ def _run_target(script, args, module, step_limit_exc) -> Outcome:
             sys.argv = [script, *args]
             # python: the directory of the real file (a symlinked script imports beside its target)
             sys.path[0] = os.path.dirname(os.path.realpath(script))
-            if os.path.isfile(script):
+            if os.path.isfile(script) and not _is_zipapp(script):
                 _run_file(script)
             else:   # a directory or zip with __main__.py
-                runpy.run_path(script, run_name="__main__")
+                _run_archive(script)
         outcome = Outcome(0, "exit")
     except ScriptSyntaxError as e:   # a script that changed on disk since the check
         sys.stderr.write(e.text)
