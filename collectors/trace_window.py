@@ -83,8 +83,42 @@ class TraceWindow:
         self._cuda = False
         self._set_teardown = False   # TEARDOWN_CUPTI=1 is ours (the user had not set it): removed at close()
         self.cupti_note = ""         # what became of CUPTI after a CUDA window (status line)
+        self._own = False            # our own profiler is being built (not the script's)
+        self._unwatch = None
         if self._done:
             self._record(False, "op-level tracing disabled (--trace-steps 0)")
+        else:
+            self._watch_script_profilers()
+
+    def _watch_script_profilers(self) -> None:
+        """Note any torch.profiler the script builds. A scheduled one is not enabled during its wait/warm-up steps,
+        so the enabled check alone would start our window beside it: two Kineto sessions, and the script's
+        profiler loses its own (torch's 'disableProfiler called but no active profiling session' warning)."""
+        try:
+            from torch.profiler import profiler as tp
+        except Exception:
+            return
+        original = tp._KinetoProfile.__init__
+        window = self
+
+        def init(prof, *args, **kwargs):
+            if not window._own and not window._done:
+                window._script_profiler()
+            return original(prof, *args, **kwargs)
+
+        tp._KinetoProfile.__init__ = init
+        self._unwatch = lambda: setattr(tp._KinetoProfile, "__init__", original)
+
+    def _script_profiler(self) -> None:
+        """The script profiles itself: our window stays out of its way (ended now if it had begun)."""
+        try:
+            if self._prof is not None:
+                self._finish()
+            self._done = True
+            self.reason = "the script runs its own torch.profiler: haiprof's tracing window skipped"
+            self._record(False, self.reason)
+        except Exception as e:
+            self._fail(e)
 
     # -- driven by the phase recorder ---------------------------------------------------------------------
     def on_step(self, completed: int) -> None:
@@ -120,8 +154,12 @@ class TraceWindow:
         begin = self._clock()
         # The constructor too: on GPU builds it queries the supported activities, which can make Kineto talk.
         with _stderr_to(self.out_dir / LOG_NAME):
-            prof = profile(activities=activities, on_trace_ready=self._export,
-                           schedule=schedule(wait=0, warmup=1, active=self.active_steps, repeat=1))
+            self._own = True
+            try:
+                prof = profile(activities=activities, on_trace_ready=self._export,
+                               schedule=schedule(wait=0, warmup=1, active=self.active_steps, repeat=1))
+            finally:
+                self._own = False
             prof.start()
         self._prof, self._start_step = prof, completed
         self._append((TRACE_BEGIN, begin, begin))
@@ -203,6 +241,9 @@ class TraceWindow:
 
     def close(self) -> None:
         """Stop a window the run ended inside, compress the trace, record how it went. Never raises."""
+        if self._unwatch is not None:
+            self._unwatch()
+            self._unwatch = None
         if self.active_steps <= 0:
             return
         try:

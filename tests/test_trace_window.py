@@ -119,6 +119,24 @@ def test_script_with_its_own_profiler_is_left_alone(tmp_path):
     assert load_summary(out)["traced_steps_excluded"] == 0
 
 
+def test_script_with_a_scheduled_profiler_keeps_its_session_and_stderr(tmp_path):
+    # Its profiler is built before the loop but enabled only after its wait/warm-up steps: our window, which
+    # would start at step 2, stays out (python's stderr is the reference; Kineto's own lines carry timestamps).
+    import re
+    import subprocess
+    import sys
+    script = SCRIPTS / "scheduled_profiler.py"
+    plain = subprocess.run([sys.executable, str(script)], capture_output=True, text=True, timeout=120)
+    out = tmp_path / "sched"
+    r = run_haiprof("run", "--quiet", "--out", out, script)
+    assert (r.returncode, r.stdout) == (plain.returncode, plain.stdout) == (0, "events True\n"), r.stderr
+    def strip(err):
+        return [re.sub(r"^USDT:[^\]]*\]", "", line) for line in err.splitlines()]
+    assert strip(r.stderr) == strip(plain.stderr)
+    st = _trace_status(out)
+    assert st["available"] is False and "its own torch.profiler" in st["reason"]
+
+
 def test_negative_trace_steps_is_a_usage_error(tmp_path):
     r = run_haiprof("run", "--trace-steps", "-1", "--out", tmp_path / "r", SCRIPTS / "seeded_train.py")
     assert r.returncode == 2 and r.stderr.startswith("haiprof: error: --trace-steps")
