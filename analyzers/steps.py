@@ -196,16 +196,18 @@ def seconds_per_step(steps: list[Step]) -> float | None:
 
 
 def steady_steps(steps: list[Step], warmup: int) -> list[Step]:
-    """Steps after warm-up and outside the tracing window (all of them when too few remain; traced steps only
-    when nothing else is left, which the summary flags), without the slow start of a torch.compile run (leading
-    steps longer than LEADING_SLOW x the median, as on the device timeline)."""
+    """Steps after warm-up and outside the tracing window (all of them when too few remain; traced steps too
+    when fewer than MIN_UNTRACED are left, which the summary flags: statistics of one or two steps describe
+    nothing), without the slow start of a torch.compile run (leading steps longer than LEADING_SLOW x the
+    median, as on the device timeline)."""
     kept = steps[warmup:] if len(steps) > warmup + 1 else steps
     untraced = [s for s in kept if not s.traced]
-    kept = untraced if untraced else kept
+    kept = untraced if len(untraced) >= MIN_UNTRACED else kept
     return kept[leading_slow([s.duration_ns for s in kept]):]
 
 
 LEADING_SLOW = 3.0
+MIN_UNTRACED = 3   # the verdict's minimum (analyzers/thresholds.MIN_STEPS): fewer untraced steps are no statistic
 
 
 def leading_slow(durations: list, factor: float = LEADING_SLOW) -> int:

@@ -67,6 +67,20 @@ def test_share_sums_to_one_and_warmup_excluded():
     assert abs(sum(share.values()) - 1) < 1e-9 and share["dataloader"] == pytest.approx(0.7)
 
 
+@pytest.mark.parametrize("untraced,expect_traced_in", [(0, True), (1, True), (2, True), (3, False), (6, False)])
+def test_traced_steps_join_the_statistics_when_fewer_than_three_others_remain(untraced, expect_traced_in):
+    # `--trace-steps 100000`: the window covers all but a step or two; findings "over 1 steps" describe nothing.
+    recs, t = [], 0
+    for i in range(2 + 5 + untraced):    # 2 warm-up, 5 traced, then `untraced`
+        recs += [("forward", t, t + 90), ("@step", t + 100, t + 100)]
+        t += 100
+    steps, _ = S.build_steps(recs)
+    S.mark_traced(steps, [(steps[2].start_ns, steps[6].end_ns)])
+    steady = S.steady_steps(steps, 2)
+    assert any(s.traced for s in steady) is expect_traced_in
+    assert len(steady) == (5 + untraced if expect_traced_in else untraced)
+
+
 @pytest.mark.parametrize("share,steps,expected", [
     ({"dataloader": 0.7, "forward": 0.2, "other": 0.1}, 10, "io"),
     ({"forward": 0.3, "backward": 0.5, "optimizer": 0.1, "other": 0.1}, 10, "compute"),
