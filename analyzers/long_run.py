@@ -1,0 +1,222 @@
+"""Findings over the whole run, not its typical step: step-time drift, periodic stalls, memory creep.
+
+Pure functions over numpy arrays (one entry per step, or per sample), so a run of millions of steps costs a few
+vectorised passes. Each finding carries its evidence; a steady run gets none of them:
+
+  * drift: the step time moves steadily over the run. The steady steps are cut into TREND_CHUNKS equal chunks
+    and each chunk's median taken (stalls and noise do not move a median); the trend is a line through those
+    medians. A drift needs the line to change the step by DRIFT_MIN and the chunk medians to follow it in order
+    (rank correlation >= MONOTONE): noise is not a trend. A level shift passes too, and is said to be a jump.
+  * periodic stalls: steps longer than STALL_FACTOR x the median step (and STALL_MIN_NS longer) that recur at a
+    regular interval, in steps (an epoch boundary, a checkpoint every N steps) or in seconds (a timer). Their
+    cause is the phase that holds the extra time, and whether a new DataLoader iterator began in that step
+    (an epoch start).
+  * memory creep: a memory series (host RSS of the process tree, device memory allocated) that grows steadily:
+    the same chunk-median trend, by at least CREEP_MIN_FRACTION and CREEP_MIN_BYTES over the run.
+"""
+from __future__ import annotations
+
+import numpy as np
+
+TREND_CHUNKS = 10
+MIN_TREND_STEPS = 40          # fewer steps: no trend finding (a chunk of 4 steps has no median worth the name)
+DRIFT_MIN = 0.10              # the trend moves the step time by 10% or more over the run
+MONOTONE = 0.8                # Spearman rank correlation of the chunk medians with time
+LINEAR_FIT = 0.85             # R^2 of the line through the chunk medians: above, a steady drift; below, a jump
+STALL_FACTOR = 2.0
+STALL_MIN_NS = 1_000_000      # and at least 1 ms longer than the median step: sub-ms jitter is no stall
+MIN_STALLS = 4                # a period needs four stalls (three intervals): two intervals agree by chance
+PERIOD_AGREE = 0.6            # that share of the intervals between stalls must be the same (+-1 step or +-10%)
+CREEP_MIN_FRACTION = 0.10
+CREEP_MIN_BYTES = 64 << 20
+MIN_CREEP_SAMPLES = 10
+
+
+def _pct(x: float) -> str:
+    return f"{100 * x:.0f}%"
+
+
+def _ms(ns: float) -> str:
+    return f"{ns / 1e6:.3g} ms"
+
+
+def _spearman(y: np.ndarray) -> float:
+    """Rank correlation of y with its order (1: strictly rising, -1: strictly falling)."""
+    n = len(y)
+    if n < 3 or np.all(y == y[0]):
+        return 0.0
+    ranks = np.argsort(np.argsort(y, kind="stable"), kind="stable").astype(float)
+    return float(np.corrcoef(np.arange(n, dtype=float), ranks)[0, 1])
+
+
+def chunk_trend(values: np.ndarray, chunks: int = TREND_CHUNKS) -> dict | None:
+    """Median of each of `chunks` equal chunks, the least-squares line through them, its value at the run's start
+    and end, and how monotone the medians are."""
+    values = np.asarray(values, dtype=float)
+    if len(values) < chunks * 2:
+        return None
+    parts = np.array_split(values, chunks)
+    medians = np.array([np.median(p) for p in parts])
+    x = (np.arange(chunks, dtype=float) + 0.5) / chunks   # chunk centres, as fractions of the run
+    slope, intercept = np.polyfit(x, medians, 1)
+    start, end = intercept, intercept + slope   # the line at the run's first and last step
+    residual = medians - (intercept + slope * x)
+    spread = float(np.sum((medians - medians.mean()) ** 2))
+    r2 = 1.0 - float(np.sum(residual ** 2)) / spread if spread > 0 else 0.0
+    return {"medians": medians, "start": float(start), "end": float(end), "monotone": _spearman(medians),
+            "r2": r2}
+
+
+def drift(durations_ns: np.ndarray) -> dict | None:
+    """A steady rise (or fall) of the step time over the run."""
+    d = np.asarray(durations_ns, dtype=float)
+    if len(d) < MIN_TREND_STEPS:
+        return None
+    tr = chunk_trend(d)
+    if tr is None or tr["start"] <= 0:
+        return None
+    change = (tr["end"] - tr["start"]) / tr["start"]
+    direction = 1 if change > 0 else -1
+    if abs(change) < DRIFT_MIN or direction * tr["monotone"] < MONOTONE:
+        return None
+    severity = "high" if change >= 2 * DRIFT_MIN + 0.05 else "moderate" if change > 0 else "info"
+    # a line that fits the tenths: a steady drift; one that does not: the step time moved in a jump (another
+    # job on the machine, a change of phase in the data) which is reported the same way, said as such
+    how = "steadily" if tr["r2"] >= LINEAR_FIT else "in a jump, not steadily,"
+    word = "rose" if change > 0 else "fell"
+    med = tr["medians"]
+    return {
+        "kind": "drift", "severity": severity, "share": abs(change),
+        "message": (f"the step time {word} {how} over the run, from {_ms(tr['start'])} to {_ms(tr['end'])} "
+                    f"({change:+.0%} over {len(d)} steps; the median of each tenth of the run: "
+                    f"{', '.join(f'{m / 1e6:.3g}' for m in med)} ms)"),
+        "evidence": {"steps": int(len(d)), "start_s": tr["start"] / 1e9, "end_s": tr["end"] / 1e9,
+                     "change": float(change), "chunk_median_s": [float(m / 1e9) for m in med],
+                     "rank_correlation": tr["monotone"], "linear_fit_r2": tr["r2"],
+                     "thresholds": {"change": DRIFT_MIN, "monotone": MONOTONE}},
+        "fixes": [],
+    }
+
+
+def _period(values: np.ndarray, tolerance) -> tuple[float, float] | None:
+    """The interval most of `values` (intervals between stalls) agree on, and the share that agrees."""
+    if len(values) < MIN_STALLS - 1:
+        return None
+    best, agree = None, 0.0
+    for candidate in np.unique(np.round(values, 6)):
+        close = np.abs(values - candidate) <= tolerance(candidate)
+        share = float(np.mean(close))
+        if share > agree:
+            best, agree = float(np.median(values[close])), share
+    return (best, agree) if best is not None and agree >= PERIOD_AGREE else None
+
+
+def periodic_stalls(durations_ns: np.ndarray, starts_ns: np.ndarray, phases_ns: dict | None = None,
+                    new_loader: np.ndarray | None = None, index_offset: int = 0) -> dict | None:
+    """Stalls that recur every N steps or every T seconds, with what they spent their extra time on.
+    `phases_ns`: phase -> per-step ns (same order); `new_loader`: per step, a DataLoader iterator began in it."""
+    d = np.asarray(durations_ns, dtype=float)
+    if len(d) < MIN_TREND_STEPS:
+        return None
+    median = float(np.median(d))
+    stall = (d > STALL_FACTOR * median) & (d - median >= STALL_MIN_NS)
+    idx = np.flatnonzero(stall)
+    if len(idx) < MIN_STALLS:
+        return None
+    by_steps = _period(np.diff(idx).astype(float), lambda c: 1.0)
+    starts = np.asarray(starts_ns, dtype=float)
+    by_time = _period(np.diff(starts[idx]), lambda c: 0.10 * c)
+    if by_steps is None and by_time is None:
+        return None
+    excess = d[idx] - median
+    total = float(d.sum())
+    share = float(excess.sum()) / total if total else 0.0
+    cause, per_phase = _stall_cause(idx, phases_ns, new_loader)
+    if by_steps is not None:
+        every = f"every {by_steps[0]:.0f} steps"
+    else:
+        every = f"every {by_time[0] / 1e9:.3g} s"
+    severity = "high" if share >= 0.10 else "moderate" if share >= 0.03 else "low"
+    first = [int(i) + index_offset for i in idx[:5]]
+    return {
+        "kind": "periodic-stall", "severity": severity, "share": share,
+        "message": (f"a stall {every}: {len(idx)} steps took {_ms(float(np.median(d[idx])))} against a "
+                    f"{_ms(median)} median step (+{_ms(float(np.median(excess)))} each, {_pct(share)} of all step "
+                    f"time); {cause}"),
+        "evidence": {"stalls": int(len(idx)), "period_steps": by_steps[0] if by_steps else None,
+                     "period_s": by_time[0] / 1e9 if by_time else None, "median_step_s": median / 1e9,
+                     "median_stall_s": float(np.median(d[idx])) / 1e9, "share": share, "first_steps": first,
+                     "excess_by_phase_s": per_phase, "thresholds": {"factor": STALL_FACTOR,
+                                                                    "min_excess_s": STALL_MIN_NS / 1e9}},
+        "fixes": ["prefetch"] if cause.startswith("epoch start") or cause.startswith("waiting for the DataLoader")
+        else [],
+    }
+
+
+def _stall_cause(idx: np.ndarray, phases_ns: dict | None, new_loader: np.ndarray | None) -> tuple[str, dict]:
+    if not phases_ns:
+        return "their cause is not recorded", {}
+    excess = {}
+    for phase, values in phases_ns.items():
+        v = np.asarray(values, dtype=float)
+        excess[phase] = float(np.sum(v[idx] - np.median(v))) / len(idx) / 1e9
+    top = max(excess, key=excess.get)
+    per_phase = {k: round(v, 6) for k, v in excess.items() if v > 0}
+    epoch = new_loader is not None and float(np.mean(np.asarray(new_loader)[idx])) >= 0.6
+    if epoch and top == "dataloader":
+        return ("epoch start: a new DataLoader iterator begins in these steps and its first batch waits "
+                f"{excess[top] * 1e3:.3g} ms longer (workers start again: persistent_workers=True keeps them)"), \
+            per_phase
+    what = {"dataloader": "waiting for the DataLoader", "other": "outside the training phases (checkpointing, "
+            "logging, evaluation or a host sync in the script's own code)", "allreduce": "communication",
+            "h2d": "host-to-device copies", "optimizer": "the optimizer", "forward": "forward",
+            "backward": "backward"}.get(top, top)
+    return f"the extra time is {what} (+{excess[top] * 1e3:.3g} ms a stall)", per_phase
+
+
+def memory_creep(t_ns: np.ndarray, values: np.ndarray, what: str) -> dict | None:
+    """A memory series that grows steadily over the run (a leak: tensors kept in a list, a growing cache)."""
+    v = np.asarray(values, dtype=float)
+    t = np.asarray(t_ns, dtype=float)
+    if len(v) < MIN_CREEP_SAMPLES:
+        return None
+    tr = chunk_trend(v, min(TREND_CHUNKS, len(v) // 2))
+    if tr is None:
+        return None
+    grown = tr["end"] - tr["start"]
+    if grown < CREEP_MIN_BYTES or tr["start"] <= 0 or grown / tr["start"] < CREEP_MIN_FRACTION \
+            or tr["monotone"] < MONOTONE:
+        return None
+    span_s = (t[-1] - t[0]) / 1e9 if len(t) > 1 else 0.0
+    rate = grown / span_s if span_s > 0 else 0.0
+    per_hour = rate * 3600
+    severity = "high" if grown / tr["start"] >= 0.5 else "moderate"
+    return {
+        "kind": "memory-creep", "severity": severity, "share": grown / tr["start"],
+        "message": (f"{what} grew steadily from {tr['start'] / 2**20:.0f} MiB to {tr['end'] / 2**20:.0f} MiB over "
+                    f"{span_s:.0f} s ({per_hour / 2**30:.2f} GiB per hour at this rate): a leak, such as losses or "
+                    "outputs kept with their graph, or a cache that never evicts"),
+        "evidence": {"series": what, "start_bytes": tr["start"], "end_bytes": tr["end"], "seconds": span_s,
+                     "bytes_per_s": rate, "samples": int(len(v)), "rank_correlation": tr["monotone"],
+                     "thresholds": {"fraction": CREEP_MIN_FRACTION, "bytes": CREEP_MIN_BYTES}},
+        "fixes": [],
+    }
+
+
+def slowest_steps(durations_ns: np.ndarray, index: np.ndarray, phases_ns: dict, top: int = 20,
+                  notes: dict | None = None) -> list[dict]:
+    """The `top` slowest steps, each with its phases (ms) and what else happened in it (`notes`: step index ->
+    list of strings, e.g. "epoch start", "eval before", "traced")."""
+    d = np.asarray(durations_ns)
+    if len(d) == 0:
+        return []
+    k = min(top, len(d))
+    order = np.argpartition(-d, k - 1)[:k]
+    order = order[np.argsort(-d[order], kind="stable")]
+    rows = []
+    for i in order:
+        step = int(index[i])
+        rows.append({"step": step, "time_ms": float(d[i]) / 1e6,
+                     "phases_ms": {p: float(v[i]) / 1e6 for p, v in phases_ns.items() if v[i] > 0},
+                     "notes": list((notes or {}).get(step, []))})
+    return rows
