@@ -14,6 +14,7 @@ from ..rundir import SCHEMA_VERSION, TRACE_FILE, RunDir, iter_records
 from . import device as device_analysis
 from . import gpu as gpu_analysis
 from . import hardware as hw_analysis
+from . import whole_run
 
 
 @dataclass
@@ -115,6 +116,10 @@ def analyze(run_dir: RunDir, extra_findings: list | None = None) -> RunData:
         "command": meta.get("command"),
         **hw["summary"],
     }
+    # the whole run, not its typical step: drift, periodic stalls, memory creep, slowest steps (whole_run.py)
+    whole = whole_run.analyze(steady, records, samples)
+    summary["findings"] = verdict.sort_findings(summary["findings"] + whole["findings"])
+    summary["slowest_steps"] = whole["slowest_steps"]
     if exit_code is None:
         summary["findings"].append({
             "kind": "incomplete", "severity": "info", "share": 0.0,

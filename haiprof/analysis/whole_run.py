@@ -1,0 +1,72 @@
+"""The whole run at once: drift, periodic stalls, memory creep and the slowest steps (analyzers/long_run.py).
+
+Wiring only: the run's steps, phase records and samples become numpy arrays, one entry per step or per sample.
+"""
+from __future__ import annotations
+
+import numpy as np
+
+from haiprof.analyzers import long_run
+from haiprof.analyzers import steps as step_analysis
+
+LOADER_MARK = "@loader"   # collectors/phases.py: a DataLoader iterator began (an epoch start)
+MEM_MARK = "@mem"         # device memory counters at a step end
+SLOWEST = 20
+
+
+def _step_arrays(steps: list) -> dict:
+    n = len(steps)
+    arr = {"index": np.fromiter((s.index for s in steps), dtype=np.int64, count=n),
+           "start": np.fromiter((s.start_ns for s in steps), dtype=np.int64, count=n),
+           "end": np.fromiter((s.end_ns for s in steps), dtype=np.int64, count=n),
+           "traced": np.fromiter((s.traced for s in steps), dtype=bool, count=n)}
+    arr["duration"] = arr["end"] - arr["start"]
+    arr["phases"] = {p: np.fromiter((s.phases_ns.get(p, 0) for s in steps), dtype=np.int64, count=n)
+                     for p in step_analysis.ALL_PHASES}
+    return arr
+
+
+def _marks_in_steps(times_ns: list, start: np.ndarray, end: np.ndarray) -> np.ndarray:
+    """Per step: whether one of the times falls inside it (a mark at a step's start boundary belongs to it)."""
+    hit = np.zeros(len(start), dtype=bool)
+    if not len(times_ns) or not len(start):
+        return hit
+    t = np.asarray(sorted(times_ns), dtype=np.int64)
+    first = np.searchsorted(t, start, side="left")
+    last = np.searchsorted(t, end, side="right")
+    hit[last > first] = True
+    return hit
+
+
+def analyze(steady: list, records: list, samples: dict) -> dict:
+    """{"findings": [...], "slowest_steps": [...]} over the steady steps (warm-up and traced steps out)."""
+    out = {"findings": [], "slowest_steps": []}
+    if not steady:
+        return out
+    a = _step_arrays(steady)
+    loader_t = [int(r[1]) for r in records if isinstance(r, list) and r and r[0] == LOADER_MARK]
+    new_loader = _marks_in_steps(loader_t, a["start"], a["end"])
+    phases = {p: v for p, v in a["phases"].items() if v.any()}
+    for finding in (long_run.drift(a["duration"]),
+                    long_run.periodic_stalls(a["duration"], a["start"], phases, new_loader)):
+        if finding is not None:
+            out["findings"].append(finding)
+    lo, hi = int(a["start"][0]), int(a["end"][-1])
+    system = [s for s in samples.get("system", []) if lo <= s.get("t_ns", -1) <= hi and "rss_bytes" in s]
+    if system:
+        creep = long_run.memory_creep(np.array([s["t_ns"] for s in system]),
+                                      np.array([s["rss_bytes"] for s in system]), "host memory (RSS of the process tree)")
+        if creep is not None:
+            out["findings"].append(creep)
+    mem = [(int(r[1]), r[3]) for r in records if isinstance(r, list) and len(r) >= 4 and r[0] == MEM_MARK
+           and lo <= r[1] <= hi]
+    if mem:
+        creep = long_run.memory_creep(np.array([t for t, _ in mem]), np.array([v for _, v in mem]),
+                                      "device memory allocated")
+        if creep is not None:
+            out["findings"].append(creep)
+    notes: dict = {}
+    for i in np.flatnonzero(new_loader):
+        notes.setdefault(int(a["index"][i]), []).append("epoch start (a new DataLoader iterator)")
+    out["slowest_steps"] = long_run.slowest_steps(a["duration"], a["index"], phases, SLOWEST, notes)
+    return out
