@@ -17,6 +17,10 @@ from . import hardware as hw_analysis
 from . import whole_run
 
 
+# findings judged from step shares: none below the verdict's MIN_STEPS measured steps
+MIN_STEPS_KINDS = {"io", "compute", "launch", "communication", "other", "energy"}
+
+
 @dataclass
 class RunData:
     """Everything a renderer may show: finished data, no further analysis needed."""
@@ -86,6 +90,8 @@ def analyze(run_dir: RunDir, extra_findings: list | None = None) -> RunData:
     # conclude nothing; a trace (`haiprof analyze`) holds only its profiled steps, all of them measured
     measured = n if trace and not meta.get("steps_from_run") else min(n, len(steady) + traced_excluded)
     bottleneck, headline = decide(findings, measured)
+    if measured < T.MIN_STEPS:   # findings follow the verdict's minimum: shares of one or two steps judge nothing
+        findings = [f for f in findings if f.get("kind") not in MIN_STEPS_KINDS]
     exit_code = meta.get("exit_code")
     summary = {
         "schema_version": SCHEMA_VERSION,
