@@ -8,6 +8,7 @@ This is the interval arithmetic of the PyTorch TensorBoard plugin's overall pars
 """
 from __future__ import annotations
 
+import bisect
 import statistics
 from dataclasses import dataclass, field
 
@@ -91,6 +92,28 @@ def attribute(intervals: list, start: int, end: int) -> dict:
     return out
 
 
+class IntervalIndex:
+    """Intervals sorted by start, for attribute() over many windows: each window looks only at the intervals that
+    can overlap it (start before its end; end after its start, found through the running maximum of the ends), so
+    a run of N steps costs N log N, not N x (all intervals)."""
+
+    def __init__(self, intervals: list):
+        self._iv = sorted(intervals, key=lambda iv: iv[1])
+        self._starts = [iv[1] for iv in self._iv]
+        self._max_end, m = [], float("-inf")
+        for iv in self._iv:
+            m = max(m, iv[2])
+            self._max_end.append(m)
+
+    def overlapping(self, start: int, end: int) -> list:
+        lo = bisect.bisect_right(self._max_end, start)     # before lo every interval ended by `start`
+        hi = bisect.bisect_left(self._starts, end)          # from hi on every interval starts at or after `end`
+        return [iv for iv in self._iv[lo:hi] if iv[2] > start]
+
+    def attribute(self, start: int, end: int) -> dict:
+        return attribute(self.overlapping(start, end), start, end)
+
+
 def eval_blocks(records, bounds: list) -> list[tuple[int, int]]:
     """(start, end) of each evaluation pass: EVAL_MIN_FORWARDS or more eval forwards before the first training
     forward/backward after a step boundary (or before the first step, or after the last one). A block starts at
@@ -99,18 +122,23 @@ def eval_blocks(records, bounds: list) -> list[tuple[int, int]]:
     evals = sorted((s, e) for n, s, e in records if n == EVAL)
     if len(evals) < EVAL_MIN_FORWARDS:
         return []
-    gpu_evals = [(s, e) for n, s, e in records if n == GPU_PREFIX + EVAL]
+    gpu_evals = sorted((s, e) for n, s, e in records if n == GPU_PREFIX + EVAL)
+    gpu_starts = [s for s, _ in gpu_evals]
     train = sorted(s for n, s, e in records if n in ("forward", "backward"))
+    eval_starts = [s for s, _ in evals]
     edges = [None, *bounds, None]
     out = []
     for a, b in zip(edges, edges[1:]):
         lo, hi = (a if a is not None else float("-inf")), (b if b is not None else float("inf"))
-        first_train = next((t for t in train if lo <= t < hi), hi)
-        inside = [(s, e) for s, e in evals if s >= lo and e <= first_train]
+        i = bisect.bisect_left(train, lo)
+        first_train = train[i] if i < len(train) and train[i] < hi else hi
+        j, k = bisect.bisect_left(eval_starts, lo), bisect.bisect_right(eval_starts, first_train)
+        inside = [(s, e) for s, e in evals[j:k] if e <= first_train]
         if len(inside) < EVAL_MIN_FORWARDS:
             continue
         start, end = (a if a is not None else inside[0][0]), inside[-1][1]
-        end = max([end] + [e for s, e in gpu_evals if start <= s <= end])   # the device finishes later
+        g0, g1 = bisect.bisect_left(gpu_starts, start), bisect.bisect_right(gpu_starts, end)
+        end = max([end] + [e for s, e in gpu_evals[g0:g1]])   # the device finishes later
         out.append((start, int(min(end, hi))))
     return out
 
@@ -141,12 +169,13 @@ def build_steps(records) -> tuple[list[Step], dict]:
         return [], info
     first = min([bounds[0]] + [s for _, s, _ in intervals if s < bounds[0]])
     edges = [first] + bounds
+    index = IntervalIndex(intervals)
     steps = []
     for i, (a, b) in enumerate(zip(edges, edges[1:])):
         a = clip_eval(a, b, blocks)
         if b <= a:
             continue
-        steps.append(Step(len(steps), a, b, attribute(intervals, a, b)))
+        steps.append(Step(len(steps), a, b, index.attribute(a, b)))
     mark_traced(steps, trace_windows(marks))
     return steps, info
 

@@ -133,3 +133,20 @@ def test_a_single_no_grad_forward_inside_a_step_is_training_forward():
                  ("optimizer", t + 80, t + 100), ("@step", t + 100, t + 100)]
     steps, info = S.build_steps(recs)
     assert info["eval_s"] == 0 and steps[1].phases_ns["forward"] == 40
+
+
+from hypothesis import given, settings, strategies as st
+
+_iv = st.tuples(st.sampled_from(S.PHASES), st.integers(0, 1000), st.integers(0, 300)).map(
+    lambda t: (t[0], t[1], t[1] + t[2]))
+
+
+@settings(max_examples=200, deadline=None)
+@given(st.lists(_iv, max_size=40), st.lists(st.integers(0, 1400), min_size=2, max_size=12, unique=True))
+def test_interval_index_attributes_as_the_full_scan(intervals, edges):
+    # The index only narrows which intervals are looked at: every window gets exactly the full scan's answer,
+    # with long intervals that start many windows earlier included.
+    index = S.IntervalIndex(intervals)
+    edges = sorted(edges)
+    for a, b in zip(edges, edges[1:]):
+        assert index.attribute(a, b) == S.attribute(intervals, a, b)
