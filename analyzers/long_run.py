@@ -112,9 +112,12 @@ def _period(values: np.ndarray, tolerance) -> tuple[float, float] | None:
 
 
 def periodic_stalls(durations_ns: np.ndarray, starts_ns: np.ndarray, phases_ns: dict | None = None,
-                    new_loader: np.ndarray | None = None, index_offset: int = 0) -> dict | None:
+                    new_loader: np.ndarray | None = None, index_offset: int = 0,
+                    own_periods_s: dict | None = None) -> dict | None:
     """Stalls that recur every N steps or every T seconds, with what they spent their extra time on.
-    `phases_ns`: phase -> per-step ns (same order); `new_loader`: per step, a DataLoader iterator began in it."""
+    `phases_ns`: phase -> per-step ns (same order); `new_loader`: per step, a DataLoader iterator began in it;
+    `own_periods_s`: what of the profiler itself runs periodically -> its period: a stall at that period (and at
+    no step period) is the profiler's own cost on tiny steps, said so, not blamed on the script."""
     d = np.asarray(durations_ns, dtype=float)
     if len(d) < MIN_TREND_STEPS:
         return None
@@ -132,11 +135,18 @@ def periodic_stalls(durations_ns: np.ndarray, starts_ns: np.ndarray, phases_ns: 
     total = float(d.sum())
     share = float(excess.sum()) / total if total else 0.0
     cause, per_phase = _stall_cause(idx, phases_ns, new_loader)
+    own = None
+    if by_time is not None and not cause.startswith("epoch start"):
+        own = next((what for what, period in (own_periods_s or {}).items()
+                    if abs(by_time[0] / 1e9 - period) <= 0.1 * period), None)
+    if own is not None:
+        by_steps = None   # steps of near-constant length line up with any timer: the timer is the period
+        cause = f"the period is that of {own}: the profiler's own cost, visible on steps this short ({cause})"
     if by_steps is not None:
         every = f"every {by_steps[0]:.0f} steps"
     else:
         every = f"every {by_time[0] / 1e9:.3g} s"
-    severity = "high" if share >= 0.10 else "moderate" if share >= 0.03 else "low"
+    severity = "info" if own else "high" if share >= 0.10 else "moderate" if share >= 0.03 else "low"
     first = [int(i) + index_offset for i in idx[:5]]
     return {
         "kind": "periodic-stall", "severity": severity, "share": share,
@@ -146,10 +156,10 @@ def periodic_stalls(durations_ns: np.ndarray, starts_ns: np.ndarray, phases_ns: 
         "evidence": {"stalls": int(len(idx)), "period_steps": by_steps[0] if by_steps else None,
                      "period_s": by_time[0] / 1e9 if by_time else None, "median_step_s": median / 1e9,
                      "median_stall_s": float(np.median(d[idx])) / 1e9, "share": share, "first_steps": first,
-                     "excess_by_phase_s": per_phase, "thresholds": {"factor": STALL_FACTOR,
+                     "excess_by_phase_s": per_phase, "profiler_own": own, "thresholds": {"factor": STALL_FACTOR,
                                                                     "min_excess_s": STALL_MIN_NS / 1e9}},
-        "fixes": ["prefetch"] if cause.startswith("epoch start") or cause.startswith("waiting for the DataLoader")
-        else [],
+        "fixes": ["prefetch"] if not own and (cause.startswith("epoch start") or "waiting for the DataLoader" in
+                                              cause) else [],
     }
 
 

@@ -91,3 +91,21 @@ def test_slowest_steps_ordered_with_phases_and_notes():
     assert [r["step"] for r in rows[:2]] == [736, 14] and len(rows) == 20
     assert rows[0]["notes"] == ["epoch start"] and rows[0]["time_ms"] == pytest.approx(500)
     assert all(a["time_ms"] >= b["time_ms"] for a, b in zip(rows, rows[1:]))
+
+
+def test_a_stall_at_the_profilers_own_period_is_said_to_be_its_own():
+    rng = np.random.default_rng(5)
+    d = 0.4 * MS * (1 + 0.05 * rng.standard_normal(20000))
+    t = starts(d)
+    nxt = 0.5e9
+    for i in range(len(d)):   # every 0.5 s of the run, one step pays 7 ms (a writer holding the GIL)
+        if t[i] >= nxt:
+            d[i] += 7 * MS
+            t = starts(d) if i % 2000 == 0 else t
+            nxt += 0.5e9
+    t = starts(d)
+    f = L.periodic_stalls(d, t, {"backward": d.copy()}, own_periods_s={"the writer": 0.5})
+    assert f and f["severity"] == "info" and f["evidence"]["profiler_own"] == "the writer"
+    assert "the period is that of the writer" in f["message"] and f["fixes"] == []
+    g = L.periodic_stalls(d, t, {"backward": d.copy()}, own_periods_s={"the writer": 2.0})
+    assert g and g["severity"] != "info" and g["evidence"]["profiler_own"] is None

@@ -12,6 +12,8 @@ from haiprof.analyzers import steps as step_analysis
 LOADER_MARK = "@loader"   # collectors/phases.py: a DataLoader iterator began (an epoch start)
 MEM_MARK = "@mem"         # device memory counters at a step end
 SLOWEST = 20
+FLUSH_INTERVAL_S = 0.5    # rundir's phase writer: formats and writes the queued records every 0.5 s
+OWN_WRITER = "haiprof's phase writer (it formats and writes the queued records every 0.5 s)"
 
 
 def _step_arrays(steps: list) -> dict:
@@ -48,7 +50,8 @@ def analyze(steady: list, records: list, samples: dict) -> dict:
     new_loader = _marks_in_steps(loader_t, a["start"], a["end"])
     phases = {p: v for p, v in a["phases"].items() if v.any()}
     for finding in (long_run.drift(a["duration"]),
-                    long_run.periodic_stalls(a["duration"], a["start"], phases, new_loader)):
+                    long_run.periodic_stalls(a["duration"], a["start"], phases, new_loader,
+                                             own_periods_s={OWN_WRITER: FLUSH_INTERVAL_S})):
         if finding is not None:
             out["findings"].append(finding)
     lo, hi = int(a["start"][0]), int(a["end"][-1])
