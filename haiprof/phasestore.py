@@ -1,0 +1,173 @@
+"""phases.bin: the phase records of a run in compressed columnar chunks, a few bytes per record.
+
+A multi-day run writes millions of steps; as JSON lines that is ~250 bytes a step and a formatting cost on the flush
+thread that holds the GIL the training thread needs. Here every flush appends one chunk:
+
+    b"HPC1" | u32 header bytes | u32 payload bytes | u32 crc32(header + payload) | header | payload
+
+    header  JSON: {"n": rows, "names": [...], "base": first start ns, "extra": [[row, record], ...]}
+    payload zlib of the columns, each int64 column byte-shuffled (byte k of every value together) so that the
+            small, similar numbers compress well:
+              name  u8   index into the chunk's names
+              start i64  start - previous start (the first: start - base)
+              dur   i64  end - start
+              nx    u8   how many integer extras the record has (0..MAX_EXTRAS)
+              x     i64  the extras of the rows that have them, row after row
+
+A record is (name: str, start: int, end: int, *extras: int). Anything else (a dict of DDP timers, a name past the
+256th of a chunk, an integer beyond int64) travels as JSON in the header's "extra" with its row, so the order of
+records is kept exactly. Chunks are independent: a kill mid-write leaves a torn last chunk, which the reader drops
+(its CRC or its length says so); everything before it reads.
+"""
+from __future__ import annotations
+
+import json
+import struct
+import zlib
+from pathlib import Path
+
+import numpy as np
+
+MAGIC = b"HPC1"
+HEAD = struct.Struct("<4sIII")
+MAX_EXTRAS = 4
+MAX_NAMES = 255
+LEVEL = 6
+_I64 = (-(2 ** 63), 2 ** 63 - 1)
+
+
+def _shuffle(a: np.ndarray) -> bytes:
+    return np.ascontiguousarray(a.astype("<i8").view(np.uint8).reshape(-1, 8).T).tobytes()
+
+
+def _unshuffle(b: bytes, n: int) -> np.ndarray:
+    return np.frombuffer(b, dtype=np.uint8).reshape(8, n).T.copy().view("<i8").reshape(n)
+
+
+def _plain(rec, strict: bool = False) -> bool:
+    """A record the columns hold: (str, int, int, up to MAX_EXTRAS more ints). The int64 range is checked only
+    when `strict` (encode_chunk retries a chunk strictly if numpy finds an integer out of range)."""
+    t = type(rec)
+    if t is tuple and len(rec) == 3 and not strict:   # most records: one branch, then three type checks
+        return type(rec[0]) is str and type(rec[1]) is int and type(rec[2]) is int
+    if t not in (tuple, list) or not 3 <= len(rec) <= 3 + MAX_EXTRAS or type(rec[0]) is not str:
+        return False
+    return all(type(v) is int and (not strict or _I64[0] <= v <= _I64[1]) for v in rec[1:])
+
+
+def encode_chunk(records: list) -> bytes:
+    """One chunk holding `records` in order (b"" for none)."""
+    if not records:
+        return b""
+    try:
+        return _encode(records, strict=False)
+    except OverflowError:   # an integer beyond int64: that record goes to the JSON part
+        return _encode(records, strict=True)
+
+
+def _encode(records: list, strict: bool) -> bytes:
+    names: dict = {}
+    rows, extra = [], []
+    for i, rec in enumerate(records):
+        if _plain(rec, strict) and (rec[0] in names or len(names) < MAX_NAMES):
+            rows.append(rec)
+            if rec[0] not in names:
+                names[rec[0]] = len(names)
+        else:
+            extra.append([i, list(rec) if isinstance(rec, tuple) else rec])
+    n = len(rows)
+    label, start, end = (list(c) for c in zip(*[r[:3] for r in rows])) if n else ([], [], [])
+    name = np.array([names[x] for x in label], dtype=np.uint8)
+    start = np.array(start, dtype=np.int64)
+    end = np.array(end, dtype=np.int64)
+    wide = [r for r in rows if len(r) > 3]
+    if wide:
+        nx = np.array([len(r) - 3 for r in rows], dtype=np.uint8)
+        xs = np.array([v for r in wide for v in r[3:]], dtype=np.int64)
+    else:
+        nx, xs = np.zeros(n, dtype=np.uint8), np.zeros(0, dtype=np.int64)
+    base = int(start[0]) if n else 0
+    delta = np.diff(start, prepend=base)
+    payload = zlib.compress(name.tobytes() + _shuffle(delta) + _shuffle(end - start) + nx.tobytes() + _shuffle(xs),
+                            LEVEL)
+    header = json.dumps({"n": n, "names": list(names), "base": base, "nx": int(len(xs)), "extra": extra},
+                        separators=(",", ":"), default=str).encode()
+    crc = zlib.crc32(header + payload)
+    return HEAD.pack(MAGIC, len(header), len(payload), crc) + header + payload
+
+
+def decode_chunk(header: dict, payload: bytes) -> list:
+    """The chunk's records, in their original order, as lists."""
+    n = header["n"]
+    raw = zlib.decompress(payload)
+    names = header["names"]
+    o = 0
+    name = np.frombuffer(raw, dtype=np.uint8, count=n, offset=o)
+    o += n
+    start = np.cumsum(_unshuffle(raw[o:o + 8 * n], n)) + header["base"] if n else np.zeros(0, np.int64)
+    o += 8 * n
+    dur = _unshuffle(raw[o:o + 8 * n], n)
+    o += 8 * n
+    nx = np.frombuffer(raw, dtype=np.uint8, count=n, offset=o)
+    o += n
+    xs = _unshuffle(raw[o:], header["nx"]).tolist() if header["nx"] else []
+    end = (start + dur).tolist()
+    start = start.tolist()
+    label = [names[i] for i in name.tolist()]
+    rows, k = [], 0
+    for i, c in enumerate(nx.tolist()):
+        if c:
+            rows.append([label[i], start[i], end[i], *xs[k:k + c]])
+            k += c
+        else:
+            rows.append([label[i], start[i], end[i]])
+    for i, rec in header["extra"]:
+        rows.insert(i, rec)
+    return rows
+
+
+def read_chunks(path: Path) -> tuple[list, int]:
+    """(records, torn): every whole chunk's records in order; `torn` counts the bytes of a trailing chunk that was
+    cut or corrupted (killed mid-write), which are skipped."""
+    try:
+        data = Path(path).read_bytes()
+    except FileNotFoundError:
+        return [], 0
+    out, o = [], 0
+    while o + HEAD.size <= len(data):
+        magic, hlen, plen, crc = HEAD.unpack_from(data, o)
+        body = data[o + HEAD.size:o + HEAD.size + hlen + plen]
+        if magic != MAGIC or len(body) < hlen + plen or zlib.crc32(body) != crc:
+            break
+        try:
+            out.extend(decode_chunk(json.loads(body[:hlen]), body[hlen:]))
+        except (ValueError, KeyError, TypeError, zlib.error):
+            break
+        o += HEAD.size + hlen + plen
+    return out, len(data) - o
+
+
+class ChunkTail:
+    """Incremental reader (the live status line): the records of the chunks appended since the last call."""
+
+    def __init__(self, path: Path):
+        self.path = Path(path)
+        self._offset = 0
+
+    def read_new(self) -> list:
+        try:
+            with open(self.path, "rb") as f:
+                f.seek(self._offset)
+                data = f.read()
+        except OSError:
+            return []
+        out, o = [], 0
+        while o + HEAD.size <= len(data):
+            magic, hlen, plen, crc = HEAD.unpack_from(data, o)
+            body = data[o + HEAD.size:o + HEAD.size + hlen + plen]
+            if magic != MAGIC or len(body) < hlen + plen or zlib.crc32(body) != crc:
+                break   # not written whole yet: read again next time
+            out.extend(decode_chunk(json.loads(body[:hlen]), body[hlen:]))
+            o += HEAD.size + hlen + plen
+        self._offset += o
+        return out
