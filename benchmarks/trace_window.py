@@ -28,8 +28,8 @@ def run(out: Path, trace_steps: int, steps: int) -> dict:
     wall = time.perf_counter() - t0
     s = json.loads((out / "summary.json").read_text())
     marks = {}
-    for line in (out / "phases.jsonl").read_text().splitlines():
-        rec = json.loads(line)
+    from haiprof.rundir import RunDir
+    for rec in RunDir(out).read_phase_records():
         if rec[0] in ("@trace-begin", "@trace-end"):
             marks[rec[0]] = rec[1]
     window = (marks["@trace-end"] - marks["@trace-begin"]) / 1e9 if len(marks) == 2 else None

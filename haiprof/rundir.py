@@ -4,7 +4,8 @@ Every stage talks through these files, so a run can be re-analysed later (`haipr
 SIGKILL of the training process up to the last flush:
 
     meta.json              what ran, where and when (rewritten atomically at start and at exit)
-    phases.jsonl           phase intervals from the training process, one JSON list per line:
+    phases.bin             phase intervals from the training process, in compressed chunks (phasestore.py;
+                           older runs: phases.jsonl, one JSON list per line), each record
                            [phase, start_ns, end_ns] with CLOCK_MONOTONIC nanoseconds; a step boundary is
                            ["@step", t_ns, t_ns]; a DataLoader iterator's first batch ["@loader", t, t, num_workers]
     samples/<name>.jsonl   one JSON object per sample and collector, each with "t_ns" (CLOCK_MONOTONIC)
@@ -23,6 +24,8 @@ from collections import deque
 from pathlib import Path
 from typing import Any, Callable, Iterable
 
+from .phasestore import encode_chunk, read_chunks
+
 SCHEMA_VERSION = 1
 PHASES = ("dataloader", "h2d", "forward", "backward", "optimizer", "allreduce")
 ALL_PHASES = PHASES + ("other",)
@@ -30,7 +33,8 @@ STEP_MARK = "@step"
 BACKWARD_MARK = "@backward"
 
 META = "meta.json"
-PHASES_FILE = "phases.jsonl"
+PHASES_FILE = "phases.jsonl"                  # runs before the chunked store, and `haiprof analyze`'s runs
+PHASES_BIN = "phases.bin"                     # the phase records of a run (haiprof/phasestore.py)
 STATUS_FILE = "status.jsonl"
 SUMMARY = "summary.json"
 REPORT = "report.html"
@@ -148,7 +152,7 @@ class JsonlAppender:
         self._interval = interval_s
         self._stop = threading.Event()
         self._thread: threading.Thread | None = None
-        self._file = open(self.path, "a", encoding="utf-8")
+        self._file = self._open()
         self._prefixes: dict = {}     # record name -> '["name",' (encode's fast path)
         # Called at the start of every flush, on the flush thread: producers that batch work off the training
         # thread (resolving CUDA events) append their records there. Must not raise.
@@ -171,19 +175,25 @@ class JsonlAppender:
             return f"{prefix}{record[1]},{record[2]}]"
         return json.dumps(record, separators=(",", ":"), default=str)
 
+    def _open(self):
+        return open(self.path, "a", encoding="utf-8")
+
+    def _write(self, records: list) -> None:
+        self._file.write("\n".join(map(self.encode, records)) + "\n")
+        self._file.flush()
+
     def flush(self) -> None:
         for produce in self.before_flush:
             produce()
         with self._lock:
             if self._file is None:
                 return
-            lines = []
+            records = []
             q = self._queue
             while q:
-                lines.append(self.encode(q.popleft()))
-            if lines:
-                self._file.write("\n".join(lines) + "\n")
-                self._file.flush()
+                records.append(q.popleft())
+            if records:
+                self._write(records)
 
     def start(self) -> "JsonlAppender":
         self._thread = threading.Thread(target=self._loop, name="haiprof-flush", daemon=True)
@@ -208,6 +218,18 @@ class JsonlAppender:
                 if self._file is not None:
                     self._file.close()
                     self._file = None
+
+
+class ChunkAppender(JsonlAppender):
+    """The phase records' writer: each flush appends one compressed columnar chunk to phases.bin
+    (haiprof/phasestore.py), ~20 bytes a training step where JSON lines took ~250."""
+
+    def _open(self):
+        return open(self.path, "ab")
+
+    def _write(self, records: list) -> None:
+        self._file.write(encode_chunk(records))
+        self._file.flush()
 
 
 class RunDir:
@@ -314,13 +336,23 @@ class RunDir:
 
     # -- streams --------------------------------------------------------------------------------------
     def phase_appender(self) -> JsonlAppender:
-        return JsonlAppender(self.path / PHASES_FILE)
+        return ChunkAppender(self.path / PHASES_BIN)
+
+    def has_phases(self) -> bool:
+        return (self.path / PHASES_BIN).is_file() or (self.path / PHASES_FILE).is_file()
 
     def read_phase_records(self) -> list:
-        records = read_jsonl(self.path / PHASES_FILE)
-        good = [r for r in records if phase_record_ok(r)]
-        if len(good) < len(records):
-            self.warn_malformed(PHASES_FILE, f"{len(records) - len(good)} malformed record(s) skipped")
+        """phases.bin (runs since the chunked store) and phases.jsonl (older runs, `haiprof analyze`)."""
+        chunked, torn = read_chunks(self.path / PHASES_BIN)
+        if torn:
+            self.warn_malformed(PHASES_BIN, f"the last {torn} byte(s) are a chunk cut short (killed while writing): "
+                                            "skipped")
+        good = []
+        for name, records in ((PHASES_FILE, read_jsonl(self.path / PHASES_FILE)), (PHASES_BIN, chunked)):
+            ok = [r for r in records if phase_record_ok(r)]
+            if len(ok) < len(records):
+                self.warn_malformed(name, f"{len(records) - len(ok)} malformed record(s) skipped")
+            good += ok
         return good
 
     def read_samples(self, collector: str) -> list:

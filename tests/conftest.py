@@ -57,6 +57,12 @@ def teardown_cupti_probe(tmp_path, target) -> Path:
     return script
 
 
+def phase_records(run_dir) -> list:
+    """The run's phase records as lists, whatever file holds them (phases.bin; older runs phases.jsonl)."""
+    from haiprof.rundir import RunDir
+    return RunDir(run_dir).read_phase_records()
+
+
 def load_summary(run_dir) -> dict:
     return json.loads((Path(run_dir) / "summary.json").read_text())
 

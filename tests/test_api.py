@@ -7,7 +7,7 @@ import sys
 import pytest
 
 import haiprof
-from conftest import SCRIPTS, load_summary, run_haiprof
+from conftest import SCRIPTS, load_summary, run_haiprof, phase_records
 from haiprof.rundir import ALL_PHASES, NotARunDir
 
 
@@ -56,7 +56,7 @@ def test_load_round_trips_the_run(seeded_run):
 
 def test_load_tables_match_the_files(seeded_run):
     run = haiprof.load(seeded_run)
-    raw = [json.loads(l) for l in (seeded_run / "phases.jsonl").read_text().splitlines() if l.strip()]
+    raw = phase_records(seeded_run)
     intervals = [r for r in raw if not r[0].startswith("@")]
     assert len(run.phases) == len(intervals)
     assert set(run.phases["phase"]) >= {"dataloader", "forward", "backward", "optimizer"}
@@ -104,9 +104,9 @@ def test_profile_context_manager_writes_a_run(tmp_path):
     assert run.meta["how"] == "profile()"
     assert (tmp_path / "nb" / "report.html").is_file()
     # The hooks are gone after the block: more steps are not recorded.
-    before = (tmp_path / "nb" / "phases.jsonl").read_text()
+    before = (tmp_path / "nb" / "phases.bin").read_bytes()
     opt.step()
-    assert (tmp_path / "nb" / "phases.jsonl").read_text() == before
+    assert (tmp_path / "nb" / "phases.bin").read_bytes() == before
 
 
 def test_profile_exception_propagates_and_run_is_kept(tmp_path):

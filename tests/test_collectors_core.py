@@ -144,7 +144,7 @@ def test_appender_flushes_in_background(tmp_path):
     app = rd.phase_appender().start()
     app.append(("forward", 1, 2))
     time.sleep(1.0)
-    assert json.loads((tmp_path / "phases.jsonl").read_text()) == ["forward", 1, 2]  # before close
+    assert rd.read_phase_records() == [["forward", 1, 2]]  # before close
     app.close()
 
 

@@ -146,7 +146,7 @@ def test_store_gather_with_separate_output_directories(tmp_path):
                               stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True) for i in (0, 1)]
     results = [p.communicate(timeout=200) for p in procs]
     assert [p.returncode for p in procs] == [0, 0], [e[-2000:] for _, e in results]
-    assert not (outs[0] / "rank-1").exists() or (outs[0] / "rank-1" / "phases.jsonl").is_file()
+    assert not (outs[0] / "rank-1").exists() or (outs[0] / "rank-1" / "phases.bin").is_file()
     gather = json.loads((outs[0] / "gather.json").read_text())
     assert gather["ranks"]["1"].startswith("store"), gather
     s = load_summary(outs[0])

@@ -8,7 +8,7 @@ from collections import defaultdict
 import pytest
 
 import haiprof
-from conftest import SCRIPTS, load_summary, run_haiprof
+from conftest import SCRIPTS, load_summary, run_haiprof, phase_records
 from haiprof.commands.export import RANK_PID_BASE, SYSTEM_PID
 
 PHASE_NAMES = {"dataloader", "h2d", "forward", "backward", "optimizer", "allreduce"}
@@ -84,9 +84,8 @@ def test_export_cuda_events_track_when_there_are_gpu_records(seeded_run, tmp_pat
     from haiprof.rundir import RunDir
     run = tmp_path / "run"
     shutil.copytree(seeded_run, run)
-    records = (run / "phases.jsonl").read_text().splitlines()
-    first = json.loads(next(x for x in records if x.startswith('["forward"')))
-    with open(run / "phases.jsonl", "a") as f:
+    first = next(r for r in phase_records(run) if r[0] == "forward")
+    with open(run / "phases.jsonl", "a") as f:   # an older run's file, read beside phases.bin
         f.write(json.dumps(["gpu:forward", first[1], first[2]]) + "\n")
     rd = RunDir(run)
     events = phase_events(0, rd, rd.read_meta(), 0)

@@ -97,7 +97,7 @@ def test_the_dataloader_says_whether_batches_arrive_pinned(tmp_path):
     # The phase collector records each DataLoader's pin_memory beside num_workers; the analysis reads it back.
     import json
 
-    from conftest import run_haiprof
+    from conftest import phase_records, run_haiprof
     from haiprof.analyzers.h2d import loader_pin_memory
 
     script = tmp_path / "pinless.py"
@@ -110,7 +110,7 @@ def test_the_dataloader_says_whether_batches_arrive_pinned(tmp_path):
     out = tmp_path / "r"
     r = run_haiprof("run", "--quiet", "--trace-steps", "0", "--out", out, script)
     assert r.returncode == 0, r.stderr
-    records = [json.loads(line) for line in (out / "phases.jsonl").read_text().splitlines() if line.strip()]
+    records = phase_records(out)
     assert [rec[3:] for rec in records if rec[0] == "@loader"] == [[0, False]]
     assert loader_pin_memory(records) is False
     assert loader_pin_memory([["@loader", 1, 1, 2, True]]) is True

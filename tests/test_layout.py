@@ -17,14 +17,15 @@ ROOTS = {"haiprof": "haiprof", "haiprof.collectors": "collectors", "haiprof.anal
 
 # Lower number = lower layer. A module may import its own group and any group of a lower layer, nothing else.
 LAYERS = {
-    "version": 0, "errors": 0, "rundir": 0,                       # the data model and what everyone may raise
-    "collectors": 1, "analyzers": 1, "fixes": 1, "render": 1,      # the stages: they never import each other
-    "analysis": 2,                                                 # run directory -> summary, report
-    "runtime": 3,                                                  # around the user's script
-    "api": 4,                                                      # haiprof.load / haiprof.profile
-    "commands": 5,                                                 # one module per CLI command
-    "cli": 6,                                                      # the command table
-    "haiprof": 7, "__main__": 7,                                   # the package root (lazy api) and python -m
+    "version": 0, "errors": 0, "phasestore": 0,                   # what everyone may raise; the phases' format
+    "rundir": 1,                                                   # the data model
+    "collectors": 2, "analyzers": 2, "fixes": 2, "render": 2,      # the stages: they never import each other
+    "analysis": 3,                                                 # run directory -> summary, report
+    "runtime": 4,                                                  # around the user's script
+    "api": 5,                                                      # haiprof.load / haiprof.profile
+    "commands": 6,                                                 # one module per CLI command
+    "cli": 7,                                                      # the command table
+    "haiprof": 8, "__main__": 8,                                   # the package root (lazy api) and python -m
 }
 STAGES = ("collectors", "analyzers", "fixes", "render")
 

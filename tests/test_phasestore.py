@@ -47,9 +47,12 @@ def test_tail_reads_only_whole_new_chunks(tmp_path):
     assert tail.read_new() == []
     one, two = P.encode_chunk([("forward", 1, 2)]), P.encode_chunk([("@step", 3, 3), ("backward", 4, 9, 7)])
     path.write_bytes(one + two[:7])
-    assert tail.read_new() == [["forward", 1, 2]]
+    got = tail.read_new()
+    assert [c.records() for c in got] == [[["forward", 1, 2]]] and got[0].marks("@step") == 0
     path.write_bytes(one + two)
-    assert tail.read_new() == [["@step", 3, 3], ["backward", 4, 9, 7]]
+    got = tail.read_new()
+    assert [c.records() for c in got] == [[["@step", 3, 3], ["backward", 4, 9, 7]]]
+    assert got[0].marks("@step") == 1 and got[0].size == 2
     assert tail.read_new() == []
 
 

@@ -55,6 +55,27 @@ def test_quiet_and_opt_out_silence_it(tmp_path):
     assert rc == 0 and tty == b""
 
 
+def test_phase_tail_reads_phases_bin_chunk_by_chunk(tmp_path):
+    # What a run writes now (phases.bin, a chunk per flush): the same counts and attribution; a chunk that is
+    # only partly written waits for the next poll.
+    from haiprof.phasestore import encode_chunk
+    path = tmp_path / "phases.bin"
+    recs, t = [], 0
+    for i in range(5):
+        recs += [("dataloader", t, t + 10), ("forward", t + 10, t + 30), ("backward", t + 30, t + 90),
+                 ("@backward", t + 90, t + 90), ("optimizer", t + 90, t + 100), ("@step", t + 100, t + 100)]
+        t += 100
+    first, second = encode_chunk(recs[:12]), encode_chunk(recs[12:])
+    path.write_bytes(first + second[:9])
+    tail = PhaseTail(path)
+    tail.poll()
+    assert tail.steps == 2
+    path.write_bytes(first + second)
+    tail.poll()
+    assert tail.steps == 5 and tail.dominant() == ("backward", 0.6)
+    assert tail.totals["dataloader"] == 40 and tail.totals["other"] == 0
+
+
 def test_phase_tail_counts_and_attributes(tmp_path):
     # The reader behind the line: incremental, torn last line tolerated, first (warm-up) step excluded.
     path = tmp_path / "phases.jsonl"

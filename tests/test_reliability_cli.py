@@ -9,7 +9,7 @@ import time
 
 import pytest
 
-from conftest import HAIPROF, SCRIPTS, load_summary, run_haiprof, run_on_pty
+from conftest import HAIPROF, SCRIPTS, load_summary, run_haiprof, run_on_pty, phase_records
 
 CLEAR = b"\r\x1b[K"
 TRACEBACK_MARKS = ("Traceback", "BrokenPipe", "Exception ignored")
@@ -190,25 +190,33 @@ def _corruptions(text: str, jsonl: bool) -> dict:
     return out
 
 
-@pytest.mark.parametrize("name", ["meta.json", "phases.jsonl", "status.jsonl", "samples/system.jsonl",
+@pytest.mark.parametrize("name", ["meta.json", "phases.bin", "status.jsonl", "samples/system.jsonl",
                                   "samples/storage.jsonl", "losses.json", "trace.json.gz"])
 def test_report_survives_corruption_of_every_file(name, traced_run, tmp_path):
     src = traced_run[0] / name
     if not src.is_file():
         pytest.skip(f"{name} not written on this host")
-    text = src.read_bytes().decode("utf-8", errors="replace")
+    raw = src.read_bytes()
+    text = raw.decode("utf-8", errors="replace")
     jsonl = name.endswith(".jsonl")
+    if name == "phases.bin":   # binary chunks: cut short, a flipped byte, empty, garbage
+        flipped = bytearray(raw)
+        flipped[len(raw) // 2] ^= 0xFF
+        bodies = {"cut": raw[:len(raw) // 2], "flipped": bytes(flipped), "empty": b"",
+                  "garbage": bytes(range(256)) * 8}
+    else:
+        bodies = {k: v.encode() for k, v in _corruptions(text, jsonl).items()}
     procs = []
-    for label, body in _corruptions(text, jsonl).items():
+    for label, body in bodies.items():
         run = _fresh_copy(traced_run[0], tmp_path, label)
-        (run / name).write_text(body)
+        (run / name).write_bytes(body)
         procs.append((label, run, subprocess.Popen([*HAIPROF, "report", "--quiet", str(run)],
                                                    stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)))
     for label, run, proc in procs:
         _, err = proc.communicate(timeout=60)
         assert proc.returncode in (0, 1, 2), (label, proc.returncode, err)
         assert not any(m in err for m in TRACEBACK_MARKS), (label, err)
-        if name in ("phases.jsonl", "samples/system.jsonl", "samples/storage.jsonl"):
+        if name in ("phases.bin", "samples/system.jsonl", "samples/storage.jsonl"):
             assert proc.returncode == 0, (label, err)
             assert (run / "report.html").is_file() and (run / "summary.json").is_file(), label
 
@@ -220,7 +228,7 @@ def test_short_lived_workers_are_counted_from_the_dataloader(tmp_path):
     r = run_haiprof("run", "--quiet", "--sample-interval", "30", "--trace-steps", "0", "--out", out,
                     SCRIPTS / "short_loader.py")
     assert r.returncode == 0, r.stderr
-    marks = [json.loads(ln) for ln in (out / "phases.jsonl").read_text().splitlines() if '"@loader"' in ln]
+    marks = [r for r in phase_records(out) if r[0] == "@loader"]
     assert [m[3] for m in marks] == [2]   # once per iterator, not per batch
     s = load_summary(out)
     io = [f for f in s["findings"] if f["kind"] == "io"]

@@ -7,7 +7,7 @@ load of other processes, CPU time does not. The bounds are generous (a profiler 
 import json
 import statistics
 
-from conftest import SCRIPTS, run_haiprof
+from conftest import SCRIPTS, run_haiprof, phase_records
 
 STEPS = 120
 ATTEMPTS = 3
@@ -18,7 +18,7 @@ def _run(tmp_path, name, *opts):
     r = run_haiprof("run", "--quiet", *opts, "--out", out, SCRIPTS / "host_bound_steps.py", STEPS)
     assert r.returncode == 0, r.stderr
     own = json.loads(r.stdout.strip().splitlines()[-1])
-    recs = [json.loads(line) for line in (out / "phases.jsonl").read_text().splitlines()]
+    recs = phase_records(out)
     marks = sorted(rec[1] for rec in recs if rec[0] == "@step")
     window = [rec[1] for rec in recs if rec[0] in ("@trace-begin", "@trace-end")]
     return own["cpu_ns"], marks, window

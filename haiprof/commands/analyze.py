@@ -13,7 +13,7 @@ import time
 from pathlib import Path
 
 from ..errors import UserError
-from ..rundir import PHASES_FILE, SAMPLES_DIR, STATUS_FILE, TRACE_FILE, RunDir, write_json_atomic
+from ..rundir import PHASES_BIN, PHASES_FILE, SAMPLES_DIR, STATUS_FILE, TRACE_FILE, RunDir, write_json_atomic
 from ..version import __version__
 
 
@@ -44,7 +44,7 @@ def enclosing_run(path: Path) -> tuple[RunDir, dict] | None:
         meta = run.read_meta()
     except Exception:   # not a run directory (or an unreadable one): the trace stands alone
         return None
-    if meta.get("source") == "trace" or not meta.get("haiprof_version") or not run.file(PHASES_FILE).is_file():
+    if meta.get("source") == "trace" or not meta.get("haiprof_version") or not run.has_phases():
         return None
     return (run, meta) if any(r[0] == "@step" for r in run.read_phase_records()) else None
 
@@ -62,7 +62,7 @@ def _take_run_records(run: RunDir, trace: Path, out: RunDir) -> None:
     """The run's raw records (phases, samples, collector status) and its trace, as `haiprof report` reads them."""
     import shutil
 
-    for name in (PHASES_FILE, STATUS_FILE):
+    for name in (PHASES_FILE, PHASES_BIN, STATUS_FILE):
         if run.file(name).is_file():
             shutil.copyfile(run.file(name), out.file(name))
     if run.file(SAMPLES_DIR).is_dir():

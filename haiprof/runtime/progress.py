@@ -17,6 +17,8 @@ import time
 
 from haiprof.analyzers.steps import ALL_PHASES, attribute
 
+from ..phasestore import ChunkTail
+
 STEP_MARK, BACKWARD_MARK = "@step", "@backward"
 REFRESH_S = 0.5
 CLEAR = "\r\x1b[K"
@@ -32,7 +34,8 @@ def enabled(stream, quiet: bool) -> bool:
 
 
 class PhaseTail:
-    """Incremental reader of phases.jsonl: step count, step rate and per-phase time of the steps seen.
+    """Incremental reader of phases.bin (or an older run's phases.jsonl): step count, step rate and per-phase time
+    of the steps seen.
 
     Cheap by construction, since it shares the GIL with training: marks are counted with bytes.count, and only
     the last WINDOW_LINES new lines of each poll are parsed and attributed (a sample of the recent steps when
@@ -52,6 +55,7 @@ class PhaseTail:
         self._edge = None            # last step boundary attributed up to
         self._pending: list = []     # intervals after that boundary, waiting for the next one
         self.totals = dict.fromkeys(ALL_PHASES, 0)
+        self._chunks = None          # phases.bin: a ChunkTail
 
     @property
     def steps(self) -> int:
@@ -69,7 +73,28 @@ class PhaseTail:
         phase = max(self.totals, key=self.totals.get)
         return phase, self.totals[phase] / total
 
+    def _poll_chunks(self) -> None:
+        """phases.bin: marks are counted from the chunk headers; only the last WINDOW_LINES records decoded."""
+        chunks = self._chunks.read_new()
+        if not chunks:
+            return
+        self.step_marks += sum(c.marks(STEP_MARK) for c in chunks)
+        self.backward_marks += sum(c.marks(BACKWARD_MARK) for c in chunks)
+        recent, n = [], 0
+        for c in reversed(chunks):
+            if n >= self.WINDOW_LINES:
+                self._edge, self._pending = None, []   # the carried step is not contiguous with this window
+                break
+            recent[:0] = c.records()
+            n += c.size
+        self._take(recent[-self.WINDOW_LINES:])
+
     def poll(self) -> None:
+        if str(self.path).endswith(".bin"):
+            if self._chunks is None:
+                self._chunks = ChunkTail(self.path)
+            self._poll_chunks()
+            return
         try:
             with open(self.path, "rb") as f:
                 f.seek(self._offset)
@@ -90,11 +115,20 @@ class PhaseTail:
         if len(lines) > self.WINDOW_LINES:
             lines = lines[-self.WINDOW_LINES:]
             self._edge, self._pending = None, []  # the carried step is not contiguous with this window
-        kind = STEP_MARK if self.step_marks else BACKWARD_MARK
-        bounds, intervals = [], []
+        records = []
         for line in lines:
             try:
-                name, s, e = json.loads(line)[:3]
+                records.append(json.loads(line)[:3])
+            except (ValueError, TypeError):
+                continue
+        self._take(records)
+
+    def _take(self, records: list) -> None:
+        kind = STEP_MARK if self.step_marks else BACKWARD_MARK
+        bounds, intervals = [], []
+        for rec in records:
+            try:
+                name, s, e = rec[:3]
             except (ValueError, TypeError):
                 continue
             if name == kind:

@@ -19,7 +19,7 @@ from pathlib import Path
 from typing import Callable
 
 from ..analysis.report import finish
-from ..rundir import RunDir
+from ..rundir import PHASES_BIN, RunDir
 from ..version import __version__
 from . import launcher
 
@@ -145,7 +145,7 @@ def run(opts: RunOptions) -> int:
     # Live status line on stderr, only on a terminal (runtime/progress.py). Here, not in profile_target: the
     # ranks of a distributed job share one terminal and must not each draw a line.
     from .progress import LiveStatus
-    live = LiveStatus.start_if_tty(run_dir.file("phases.jsonl"), quiet=opts.quiet)
+    live = LiveStatus.start_if_tty(run_dir.file(PHASES_BIN), quiet=opts.quiet)
 
     def on_exit(run_dir: RunDir, outcome) -> None:
         t_teardown = time.perf_counter()
