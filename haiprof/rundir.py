@@ -395,7 +395,9 @@ class RunDir:
 def iter_records(records: Iterable) -> Iterable[tuple]:
     """Yield well-formed phase records (name, start_ns, end_ns); malformed ones are dropped."""
     for r in records:
-        if isinstance(r, list) and len(r) >= 3 and isinstance(r[0], str):
+        if type(r) is list and len(r) >= 3 and type(r[1]) is int and type(r[2]) is int and type(r[0]) is str:
+            yield r[0], r[1], r[2]     # what read_phase_records returns: no conversion needed
+        elif isinstance(r, list) and len(r) >= 3 and isinstance(r[0], str):
             try:
                 yield r[0], int(r[1]), int(r[2])
             except (TypeError, ValueError, OverflowError):   # 1e400 parses as inf

@@ -150,3 +150,27 @@ def test_interval_index_attributes_as_the_full_scan(intervals, edges):
     edges = sorted(edges)
     for a, b in zip(edges, edges[1:]):
         assert index.attribute(a, b) == S.attribute(intervals, a, b)
+
+
+@settings(max_examples=300, deadline=None)
+@given(st.lists(_iv, max_size=40), st.lists(st.integers(0, 1400), min_size=2, max_size=12, unique=True),
+       st.lists(st.integers(0, 60), max_size=12))
+def test_vectorised_attribution_equals_the_sweep(intervals, edges, cuts):
+    # Windows as build_steps makes them: ordered, touching, some with their start cut (an evaluation block).
+    edges = sorted(edges)
+    windows = []
+    for k, (a, b) in enumerate(zip(edges, edges[1:])):
+        a = min(b - 1, a + (cuts[k] if k < len(cuts) else 0))
+        windows.append((a, b))
+    assert S.attribute_all(intervals, windows) == [S.attribute(intervals, a, b) for a, b in windows]
+
+
+def test_vectorised_attribution_of_a_plain_loop():
+    recs, t = [], 0
+    for i in range(200):
+        recs += [("dataloader", t, t + 10), ("forward", t + 12, t + 30), ("backward", t + 31, t + 90),
+                 ("optimizer", t + 90, t + 100), ("@step", t + 100, t + 100)]
+        t += 100
+    steps, _ = S.build_steps(recs)
+    assert len(steps) == 200 and steps[5].phases_ns == {"dataloader": 10, "h2d": 0, "forward": 18, "backward": 59,
+                                                        "optimizer": 10, "allreduce": 0, "other": 3}
