@@ -37,6 +37,8 @@ NAME = "trace"
 STEPS_KEY = "haiprof_traced_steps"   # trace metadata: how many ProfilerSteps are whole steps
 GZIP_LEVEL = 6   # ~10x smaller than the JSON at a fraction of level 9's time
 TEARDOWN_ENV = "TEARDOWN_CUPTI"
+_OWN_BUILDS = [0]   # > 0 while one of our windows builds its profiler: not the script's
+_TEARDOWN_SET_BY_US = [False]   # a window of this run set TEARDOWN_CUPTI=1 (later windows keep it)
 
 
 @contextlib.contextmanager
@@ -68,8 +70,11 @@ class TraceWindow:
     """`on_step(n)` after every optimizer step (n = steps completed); `close()` once the script has ended."""
 
     def __init__(self, out_dir, append: Callable, record_status: Callable, warmup_steps: int = 2,
-                 active_steps: int = 3, clock=time.monotonic_ns):
+                 active_steps: int = 3, clock=time.monotonic_ns, name: str = "trace", watch: bool = True):
         self.out_dir = Path(out_dir)
+        # file and status names: "trace" for the window after warm-up; "trace-step<N>" for one asked for later
+        # (collectors/trace_requests.py), whose own trace file sits beside the first one's
+        self.name, self.raw_name, self.trace_name = name, f"{name}.json", f"{name}.json.gz"
         self._append = append
         self._status = record_status
         self.warmup_steps = max(1, warmup_steps)
@@ -82,12 +87,12 @@ class TraceWindow:
         self.reason = None
         self._cuda = False
         self._set_teardown = False   # TEARDOWN_CUPTI=1 is ours (the user had not set it): removed at close()
+        self._ours = False           # ... by this window or an earlier one of the run
         self.cupti_note = ""         # what became of CUPTI after a CUDA window (status line)
-        self._own = False            # our own profiler is being built (not the script's)
         self._unwatch = None
         if self._done:
             self._record(False, "op-level tracing disabled (--trace-steps 0)")
-        else:
+        elif watch:
             self._watch_script_profilers()
 
     def _watch_script_profilers(self) -> None:
@@ -102,7 +107,7 @@ class TraceWindow:
         window = self
 
         def init(prof, *args, **kwargs):
-            if not window._own and not window._done:
+            if not _OWN_BUILDS[0] and not window._done:
                 window._script_profiler()
             return original(prof, *args, **kwargs)
 
@@ -154,12 +159,12 @@ class TraceWindow:
         begin = self._clock()
         # The constructor too: on GPU builds it queries the supported activities, which can make Kineto talk.
         with _stderr_to(self.out_dir / LOG_NAME):
-            self._own = True
+            _OWN_BUILDS[0] += 1
             try:
                 prof = profile(activities=activities, on_trace_ready=self._export,
                                schedule=schedule(wait=0, warmup=1, active=self.active_steps, repeat=1))
             finally:
-                self._own = False
+                _OWN_BUILDS[0] -= 1
             prof.start()
         self._prof, self._start_step = prof, completed
         self._append((TRACE_BEGIN, begin, begin))
@@ -168,16 +173,27 @@ class TraceWindow:
                                  "window in progress")
 
     def _record(self, available: bool, reason: str) -> None:
-        self._status(NAME, available, f"{reason}; {self.cupti_note}" if self.cupti_note else reason)
+        self._status(self.name, available, f"{reason}; {self.cupti_note}" if self.cupti_note else reason)
+
+    @property
+    def active(self) -> bool:
+        return self._prof is not None
+
+    @property
+    def finished(self) -> bool:
+        return self._done and self._prof is None
 
     # -- CUPTI teardown (CUDA windows only) -----------------------------------------------------------------
     def _arm_teardown(self) -> None:
         """Ask Kineto to detach CUPTI when this window's profiler stops, unless the user decided otherwise.
         Set before the profiler starts: the schedule stops Kineto inside prof.step() at the end of the window."""
         if TEARDOWN_ENV in os.environ:
-            return   # the user's choice (or torch.compile's, for CUDA graphs): respected, reported at the end
+            # the user's choice (or torch.compile's, for CUDA graphs): respected, reported at the end; or an
+            # earlier window of this run set it, and it stays set for every later window until the run ends
+            self._ours = _TEARDOWN_SET_BY_US[0] and os.environ[TEARDOWN_ENV] == "1"
+            return
         os.environ[TEARDOWN_ENV] = "1"
-        self._set_teardown = True
+        self._set_teardown = self._ours = _TEARDOWN_SET_BY_US[0] = True
 
     def _note_teardown(self) -> None:
         """After the stop: say whether CUPTI was detached, and what it costs if not."""
@@ -186,11 +202,11 @@ class TraceWindow:
         value = os.environ.get(TEARDOWN_ENV)
         if value == "1":
             self.cupti_note = ("CUPTI detached at the window's end (TEARDOWN_CUPTI=1): later steps run without it"
-                               if self._set_teardown else
+                               if self._ours else
                                "CUPTI detached at the window's end (TEARDOWN_CUPTI=1, set by the user)")
             return
         who = ("torch.profiler turned CUPTI teardown off (the script uses CUDA graphs, which crash when CUPTI "
-               "re-initialises)" if self._set_teardown else f"the environment sets {TEARDOWN_ENV}="
+               "re-initialises)" if self._ours else f"the environment sets {TEARDOWN_ENV}="
                f"{value!r}")
         self.cupti_note = (f"CUPTI stays attached after the window ({who}): every later kernel launch pays its "
                            "callback (measured up to +40% per step on launch-bound GPU steps, ~0 on compute-bound "
@@ -200,14 +216,14 @@ class TraceWindow:
         """The user's environment back as it was (once the run is over: see the module docstring)."""
         if not self._set_teardown:
             return
-        self._set_teardown = False
+        self._set_teardown = _TEARDOWN_SET_BY_US[0] = False
         if os.environ.get(TEARDOWN_ENV) == "1":   # anything else was set after us (torch.compile): theirs now
             del os.environ[TEARDOWN_ENV]
 
     def _export(self, prof) -> None:
         # Called by torch.profiler when the recorded steps are over (or at stop()); raw JSON now, gzip at close.
         prof.add_metadata(STEPS_KEY, str(self.traced_steps()))
-        prof.export_chrome_trace(str(self.out_dir / RAW_NAME))
+        prof.export_chrome_trace(str(self.out_dir / self.raw_name))
 
     def _finish(self) -> None:
         prof, self._prof, self._done = self._prof, None, True
@@ -262,10 +278,10 @@ class TraceWindow:
                     self._record(False, f"the run ended after {self._steps_seen} optimizer step(s), before "
                                               f"the tracing window (it starts after {self.warmup_steps})")
                 return
-            raw = self.out_dir / RAW_NAME
+            raw = self.out_dir / self.raw_name
             if not raw.is_file():
                 why = ("the run ended during the profiler's warm-up step" if self.traced_steps() == 0
-                       else f"torch.profiler wrote no {RAW_NAME} (its messages are in {LOG_NAME})")
+                       else f"torch.profiler wrote no {self.raw_name} (its messages are in {LOG_NAME})")
                 self._record(False, f"no trace: {why}")
                 return
             n = self.traced_steps()
@@ -276,12 +292,12 @@ class TraceWindow:
             size = self._compress(raw)
             partial = "" if n >= self.active_steps else f" (partial: the run ended after {n} of {self.active_steps})"
             self._record(True, f"{n} step(s) traced after {self._start_step} step(s) + 1 profiler warm-up "
-                                     f"step{partial}: {TRACE_NAME}, {size / 2**20:.1f} MiB")
+                                     f"step{partial}: {self.trace_name}, {size / 2**20:.1f} MiB")
         except Exception as e:
             self._record(False, f"trace could not be saved: {type(e).__name__}: {e}"[:500])
 
     def _compress(self, raw: Path) -> int:
-        out = self.out_dir / TRACE_NAME
+        out = self.out_dir / self.trace_name
         tmp = out.with_name("." + out.name + ".tmp")
         with open(raw, "rb") as fin, gzip.open(tmp, "wb", compresslevel=GZIP_LEVEL) as fout:
             shutil.copyfileobj(fin, fout, 1 << 20)

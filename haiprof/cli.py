@@ -22,6 +22,7 @@ COMMANDS = {
     "compare": "before/after of two runs: step time, throughput, phases, verdict",
     "analyze": "analyse PyTorch profiler traces (a file or a directory of per-rank traces)",
     "export": "write a run as a Chrome trace for Perfetto (--format chrome)",
+    "trace": "ask a running run (every rank of a job) for an op-level tracing window now or at a step",
 }
 
 

@@ -242,3 +242,32 @@ def test_cpu_window_leaves_teardown_cupti_alone(tmp_path, monkeypatch):
     assert r.returncode == 0, r.stderr
     assert r.stdout.rstrip().endswith("TEARDOWN False")
     assert "CUPTI" not in _trace_status(tmp_path / "r")["reason"]
+
+
+def test_every_requested_cuda_window_detaches_cupti_too(tmp_path, monkeypatch):
+    # The CUPTI rule holds for every window: the first, and those asked for later (--trace-at, haiprof trace).
+    import os
+
+    import torch
+    from haiprof.collectors.trace_requests import TraceRequests
+    from haiprof.collectors.trace_window import TraceWindow
+    monkeypatch.delenv("TEARDOWN_CUPTI", raising=False)
+    monkeypatch.setattr(torch.cuda, "is_available", lambda: True)
+    monkeypatch.setattr(torch.cuda, "is_initialized", lambda: True)
+    monkeypatch.setattr(torch.profiler, "profile", _FakeKineto)
+    monkeypatch.setattr(_FakeKineto, "seen_at_stop", [])
+    status, records = [], []
+    first = TraceWindow(tmp_path, records.append, lambda *a: status.append(a), warmup_steps=2, active_steps=3)
+    asked = TraceRequests(tmp_path, records.append, lambda *a: status.append(a), first, at_steps=(10, 20))
+    for n in range(1, 30):
+        first.on_step(n)
+        asked.on_step(n)
+    first.close()
+    asked.close()
+    assert _FakeKineto.seen_at_stop == ["1", "1", "1"]
+    last = {name: reason for name, ok, reason in status}
+    for name in ("trace", "trace-step10", "trace-step20"):
+        assert "CUPTI detached at the window's end (TEARDOWN_CUPTI=1): later steps" in last[name], last[name]
+    assert (tmp_path / "trace-step10.json.gz").is_file() and (tmp_path / "trace-step20.json.gz").is_file()
+    assert [r[3] for r in records if r[0] == "@trace-window"] == [10, 20]
+    assert "TEARDOWN_CUPTI" not in os.environ

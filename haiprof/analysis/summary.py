@@ -14,7 +14,7 @@ from ..rundir import SCHEMA_VERSION, TRACE_FILE, RunDir, iter_records
 from . import device as device_analysis
 from . import gpu as gpu_analysis
 from . import hardware as hw_analysis
-from . import whole_run
+from . import whole_run, windows
 
 
 # findings judged from step shares: none below the verdict's MIN_STEPS measured steps
@@ -126,6 +126,7 @@ def analyze(run_dir: RunDir, extra_findings: list | None = None) -> RunData:
     whole = whole_run.analyze(steady, records, samples)
     summary["findings"] = verdict.sort_findings(summary["findings"] + whole["findings"])
     summary["slowest_steps"] = whole["slowest_steps"]
+    summary["trace_windows"] = windows.analyze(records, all_steps, run_dir.path)
     if exit_code is None:
         summary["findings"].append({
             "kind": "incomplete", "severity": "info", "share": 0.0,

@@ -63,13 +63,34 @@ def _run_parser() -> argparse.ArgumentParser:
     p.add_argument("--trace-steps", type=int, default=3, metavar="N",
                    help="trace N steps op by op with torch.profiler after warm-up, saved as trace.json.gz and "
                         "left out of the step statistics (default 3; 0 disables)")
+    p.add_argument("--trace-at", metavar="STEP[,STEP...]",
+                   help="also trace a window (of --trace-steps steps, 3 if 0) at each of these steps: its own "
+                        "trace-step<STEP>.json.gz")
+    p.add_argument("--trace-every", type=float, metavar="MINUTES",
+                   help="also trace a window every MINUTES minutes of the run")
     p.add_argument("--fix", metavar="ID[,ID...]|auto",
                    help="apply fixes inside the run: prefetch, fused-optim, amp, compile, cuda-graphs, compress, "
                         "bucket; 'auto' applies what the diagnosis recommends")
     return p
 
 
+def trace_at_steps(text: str | None) -> tuple:
+    """--trace-at 500,2000 -> (500, 2000): positive step numbers."""
+    if not text:
+        return ()
+    try:
+        steps = tuple(int(x) for x in text.split(","))
+    except ValueError:
+        raise UserError(f"--trace-at takes step numbers separated by commas, not {text!r}") from None
+    if any(s < 1 for s in steps):
+        raise UserError(f"--trace-at steps start at 1, not {text!r}")
+    return steps
+
+
 def _check_run_values(ns: argparse.Namespace) -> None:
+    trace_at_steps(ns.trace_at)
+    if ns.trace_every is not None and (not math.isfinite(ns.trace_every) or ns.trace_every <= 0):
+        raise UserError(f"--trace-every must be a positive number of minutes, not {ns.trace_every}")
     # nan passes `<= 0` and inf would make the sampler sleep forever: only finite positive intervals.
     if not math.isfinite(ns.sample_interval) or ns.sample_interval <= 0:
         raise UserError(f"--sample-interval must be a positive number of seconds, not {ns.sample_interval}")
@@ -113,5 +134,6 @@ def cmd_run(argv: list[str]) -> int:
     from ..runtime.session import RunOptions, run
     opts = RunOptions(script=script, module=module, args=args, out=ns.out, steps=ns.steps, quiet=ns.quiet,
                       sample_interval_s=ns.sample_interval, haiprof_argv=list(argv),
-                      trace_steps=ns.trace_steps, fix=ns.fix)
+                      trace_steps=ns.trace_steps, fix=ns.fix, trace_at=trace_at_steps(ns.trace_at),
+                      trace_every_min=ns.trace_every)
     return run(opts)

@@ -18,6 +18,7 @@ from .gpu import section_gpu      # device-first GPU view (CUDA runs)
 from .top import fix_command, section_next, toc  # noqa: F401  (fix_command: used by other panels)
 from .ops import section_ops   # op-level trace panel (tracing window)
 from .ranks import section_ranks  # distributed runs (issue 5)
+from .windows import section_windows   # every tracing window (--trace-at, --trace-every, haiprof trace)
 
 PHASES = ("dataloader", "h2d", "forward", "backward", "optimizer", "allreduce", "other")
 
@@ -128,7 +129,7 @@ def section_meta(d, figs):
 from .trace_panels import section_trace  # noqa: E402  (haiprof analyze)
 
 SECTIONS = [section_verdict, section_next, section_findings, section_trace, section_ranks, section_gpu,
-            section_phases, section_ops, section_utilization, hardware.section_hardware, section_collectors,
+            section_phases, section_ops, section_windows, section_utilization, hardware.section_hardware, section_collectors,
             section_meta]
 
 # --- fixes panel (haiprof run --fix): right after the verdict ---
@@ -154,7 +155,8 @@ table.grid code{word-break:break-all}th{text-align:left;font-weight:600;backgrou
 """
 
 TITLES = {"verdict": "Verdict", "next": "Do this next", "fixes": "Fixes", "findings": "Findings", "trace": "Trace",
-          "ranks": "Ranks", "gpu": "GPU", "phases": "Phases", "ops": "Op-level trace", "utilization": "Utilization",
+          "ranks": "Ranks", "gpu": "GPU", "phases": "Phases", "ops": "Op-level trace", "windows": "Tracing windows",
+          "utilization": "Utilization",
           "hardware": "Hardware", "collectors": "Collectors", "meta": "Run"}
 
 

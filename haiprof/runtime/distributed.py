@@ -78,7 +78,7 @@ def _user_error(msg: str):
 
 
 def rewrite(argv: list[str], run_dir: Path, steps, sample_interval: float, trace_steps: int = 3,
-            fix: str | None = None):
+            fix: str | None = None, trace_at: str | None = None, trace_every: float | None = None):
     """Parse with torchrun's parser; swap the training target for the per-rank entry point."""
     from torch.distributed import run as tdr
     try:
@@ -94,6 +94,10 @@ def rewrite(argv: list[str], run_dir: Path, steps, sample_interval: float, trace
             "--trace-steps", str(trace_steps)]
     if steps:
         ours += ["--steps", str(steps)]
+    if trace_at:
+        ours += ["--trace-at", trace_at]
+    if trace_every:
+        ours += ["--trace-every", str(trace_every)]
     if fix:
         if fix.strip().lower() == "auto":
             raise _user_error("--fix auto is not supported for distributed jobs yet: name the fixes "
@@ -119,12 +123,13 @@ def run_job(ns, target: list[str], haiprof_argv: list[str]) -> int:
 
     launch_argv = torchrun_argv(ns, target)
     probe_dir = Path(ns.out) if ns.out else None
+    trace = dict(trace_at=getattr(ns, "trace_at", None), trace_every=getattr(ns, "trace_every", None))
     args, user = rewrite(launch_argv, probe_dir or Path("."), ns.steps, ns.sample_interval, ns.trace_steps,
-                         getattr(ns, "fix", None))
+                         getattr(ns, "fix", None), **trace)
     target_name = Path(user[0]).stem if user[0] != "-m" else user[1].split(".")[-1]
     run_dir = session.claim_out_dir(ns.out, target_name)
     args, user = rewrite(launch_argv, run_dir.path, ns.steps, ns.sample_interval, ns.trace_steps,
-                         getattr(ns, "fix", None))
+                         getattr(ns, "fix", None), **trace)
     run_dir.write_meta(job_meta(ns, haiprof_argv, launch_argv, user, target_name))
     failures, code, how = _launch(args)
     run_dir.update_meta(end_time=time.time(), exit_code=code, how=how, failures=failures,

@@ -37,6 +37,8 @@ class RunOptions:
     sample_interval_s: float = SAMPLE_INTERVAL_S
     haiprof_argv: list = field(default_factory=list)
     trace_steps: int = 3          # op-level tracing window (torch.profiler); 0 disables it
+    trace_at: tuple = ()          # more windows: at these steps (--trace-at) ...
+    trace_every_min: float | None = None   # ... and every so many minutes (--trace-every)
     fix: str | None = None        # --fix spec ("prefetch,amp" or "auto"), see fixrun.py
 
 
@@ -184,6 +186,7 @@ def profile_target(run_dir: RunDir, opts: RunOptions, on_exit: Callable, fix_pla
     """
     from haiprof.collectors.ddp_comm import DDPCommObserver
     from haiprof.collectors.phases import PhaseRecorder, StepLimitReached
+    from haiprof.collectors.trace_requests import TraceRequests
     from haiprof.collectors.trace_window import TraceWindow
 
     from . import fixrun
@@ -200,6 +203,13 @@ def profile_target(run_dir: RunDir, opts: RunOptions, on_exit: Callable, fix_pla
     # Op-level tracing window: a few steps after warm-up, driven by the optimizer-step hook.
     window = TraceWindow(run_dir.path, appender.append, run_dir.record_status, active_steps=opts.trace_steps)
     recorder.step_callbacks.append(window.on_step)
+    # Windows asked for later: --trace-at, --trace-every, `haiprof trace RUN_DIR` (its request file is looked for
+    # on the flush thread, never on the training thread).
+    requests = TraceRequests(run_dir.path, appender.append, run_dir.record_status, window, at_steps=opts.trace_at,
+                             every_s=opts.trace_every_min * 60 if opts.trace_every_min else None,
+                             steps=opts.trace_steps or 3)
+    recorder.step_callbacks.append(requests.on_step)
+    appender.before_flush.append(requests.poll)
     outcome = None
     owner_pid = os.getpid()
     term = _SigtermDeferred()
@@ -214,6 +224,7 @@ def profile_target(run_dir: RunDir, opts: RunOptions, on_exit: Callable, fix_pla
                 ddp.uninstall()
                 recorder.uninstall()
                 window.close()      # before appender.close(): it writes the window's end mark
+                requests.close()
                 fix_session.finish()
                 appender.close()
                 if hooks_ok:

@@ -25,7 +25,8 @@ RANK_ENV = ("RANK", "LOCAL_RANK", "WORLD_SIZE", "LOCAL_WORLD_SIZE", "GROUP_RANK"
 
 def parse(argv: list[str]) -> tuple[dict, list[str]]:
     """Our options up to `--`; `--local-rank=N` (torchrun without --use-env) belongs to the user's script."""
-    opts = {"run_dir": None, "steps": None, "sample_interval": session.SAMPLE_INTERVAL_S, "trace_steps": "3", "fix": None}
+    opts = {"run_dir": None, "steps": None, "sample_interval": session.SAMPLE_INTERVAL_S, "trace_steps": "3", "fix": None,
+            "trace_at": None, "trace_every": None}
     passthrough = []
     i = 0
     while i < len(argv):
@@ -35,7 +36,8 @@ def parse(argv: list[str]) -> tuple[dict, list[str]]:
             break
         if tok.startswith("--local-rank") or tok.startswith("--local_rank"):
             passthrough.append(tok)
-        elif tok in ("--run-dir", "--steps", "--sample-interval", "--trace-steps", "--fix") and i + 1 < len(argv):
+        elif tok in ("--run-dir", "--steps", "--sample-interval", "--trace-steps", "--fix", "--trace-at",
+                     "--trace-every") and i + 1 < len(argv):
             key = tok[2:].replace("-", "_")
             opts[key] = argv[i + 1]
             i += 1
@@ -81,7 +83,9 @@ def main(argv: list[str]) -> int:
     target_name = Path(script.rstrip("/")).stem if script else module.split(".")[-1]
     ropts = session.RunOptions(script=script, module=module, args=args, steps=steps,
                                sample_interval_s=float(opts["sample_interval"]),
-                               trace_steps=int(opts["trace_steps"]), fix=opts["fix"])
+                               trace_steps=int(opts["trace_steps"]), fix=opts["fix"],
+                               trace_at=tuple(int(x) for x in opts["trace_at"].split(",")) if opts["trace_at"] else (),
+                               trace_every_min=float(opts["trace_every"]) if opts["trace_every"] else None)
     gather = RankGather(run_root, rank, world)
     meta = session.collect_meta(ropts, target_name)
     meta.update(info, distributed_rank=True, gather_token=gather.token)

@@ -1,0 +1,118 @@
+"""Op-level tracing windows on demand: at given steps (`--trace-at`), every few minutes (`--trace-every`), or when
+`haiprof trace RUN_DIR` asks a running job.
+
+Each window is its own TraceWindow (collectors/trace_window.py: the profiler's warm-up step, the recorded steps,
+the CUPTI teardown on CUDA runs, its own trace file `trace-step<N>.json.gz`), opened at the first step boundary
+at or after the step asked for, and never while another window is open. Steps inside any window are marked and
+kept out of the step statistics, as for the first window.
+
+`haiprof trace` talks to the run through a file, not a signal (the script may own every signal): it writes
+`control/trace-request.json` into the run directory; the run looks for it on its flush thread (twice a second,
+off the training thread), takes it (renames it `.taken`) and queues the window.
+"""
+from __future__ import annotations
+
+import json
+import os
+import threading
+import time
+from collections import deque
+from pathlib import Path
+from typing import Callable
+
+from .trace_window import TraceWindow
+
+CONTROL_DIR = "control"
+REQUEST = "trace-request.json"
+WINDOW_MARK = "@trace-window"   # ["@trace-window", t, t, first step, steps asked]: which file a window wrote
+DEFAULT_STEPS = 3
+MAX_WINDOWS = 1000              # a run of weeks with --trace-every 1 stays bounded on disk
+
+
+def window_name(step: int) -> str:
+    return f"trace-step{step}"
+
+
+class TraceRequests:
+    """Opens the windows asked for; `on_step(n)` after each optimizer step (after the first window's own),
+    `poll()` from any thread, `close()` once the script has ended."""
+
+    def __init__(self, out_dir, append: Callable, record_status: Callable, first: TraceWindow,
+                 at_steps=(), every_s: float | None = None, steps: int = DEFAULT_STEPS, clock=time.monotonic):
+        self.out_dir = Path(out_dir)
+        self._append, self._status, self._first = append, record_status, first
+        self._pending: deque = deque((int(s), steps, f"--trace-at {s}") for s in sorted(set(at_steps)))
+        self._every, self._steps, self._clock = every_s, steps, clock
+        self._next_due = clock() + every_s if every_s else None
+        self._lock = threading.Lock()
+        self._active: TraceWindow | None = None
+        self.windows: list[TraceWindow] = []
+        self._last_step = 0
+
+    # -- asking ---------------------------------------------------------------------------------------------------
+    def request(self, steps: int = DEFAULT_STEPS, at_step: int | None = None, why: str = "haiprof trace") -> None:
+        """Queue a window of `steps` steps at the first boundary at or after `at_step` (None: the next one)."""
+        with self._lock:
+            self._pending.append((at_step, max(1, int(steps)), why))
+
+    def poll(self) -> None:
+        """Take a request `haiprof trace` left in control/ (on the flush thread; never raises)."""
+        path = self.out_dir / CONTROL_DIR / REQUEST
+        try:
+            if not path.is_file():
+                return
+            taken = path.with_suffix(".taken")
+            os.replace(path, taken)
+            req = json.loads(taken.read_text())
+            at = req.get("at_step")
+            self.request(int(req.get("steps") or DEFAULT_STEPS), int(at) if at is not None else None,
+                         "haiprof trace")
+        except (OSError, ValueError, TypeError) as e:
+            self._status("trace-request", False, f"unreadable trace request: {type(e).__name__}: {e}")
+
+    # -- driven by the phase recorder -----------------------------------------------------------------------------
+    def on_step(self, completed: int) -> None:
+        self._last_step = completed
+        try:
+            if self._next_due is not None and self._clock() >= self._next_due:
+                self._next_due = self._clock() + self._every
+                self.request(self._steps, None, "--trace-every")
+            if self._active is not None:
+                self._active.on_step(completed)
+                if self._active.finished:
+                    self._active = None
+                return
+            if self._first.active or not self._pending:
+                return
+            with self._lock:
+                at, steps, why = self._pending[0]
+                if at is not None and completed < at:
+                    return
+                self._pending.popleft()
+            self._open(completed, steps, why)
+        except Exception as e:   # a window that fails is a reason, never the training's problem
+            self._status("trace-request", False, f"tracing window failed: {type(e).__name__}: {e}"[:500])
+
+    def _open(self, completed: int, steps: int, why: str) -> None:
+        if self._first.reason and "own torch.profiler" in self._first.reason:
+            self._status(window_name(completed), False, f"{why}: skipped, the script runs its own torch.profiler")
+            return
+        if len(self.windows) >= MAX_WINDOWS:
+            self._status(window_name(completed), False, f"{why}: skipped, {MAX_WINDOWS} windows already traced")
+            return
+        win = TraceWindow(self.out_dir, self._append, self._status, warmup_steps=completed, active_steps=steps,
+                          name=window_name(completed), watch=False)
+        t = time.monotonic_ns()
+        self._append((WINDOW_MARK, t, t, completed, steps))
+        win.on_step(completed)     # starts now: its warm-up is this step count
+        self.windows.append(win)
+        self._active = win if not win.finished else None
+
+    def close(self) -> None:
+        for win in self.windows:
+            win.close()
+        with self._lock:
+            left = list(self._pending)
+        for at, steps, why in left:
+            self._status(window_name(at if at is not None else self._last_step), False,
+                         f"{why}: the run ended after {self._last_step} step(s), before the window")

@@ -1,0 +1,93 @@
+"""Op-level windows beyond the first: `--trace-at STEP`, and `haiprof trace RUN_DIR` asking a running job (one
+process, and both ranks of a 2-rank gloo job, at the same step). Each window is its own trace file and its own
+entry in summary.json `trace_windows`, its steps out of the statistics, compared with the steps around it."""
+import subprocess
+import time
+
+import pytest
+
+from conftest import HAIPROF, SCRIPTS, load_summary, phase_records, run_haiprof
+
+LOOP = """\
+import sys, torch
+torch.set_num_threads(1)
+m = torch.nn.Linear(2, 1)
+opt = torch.optim.SGD(m.parameters(), lr=0.01)
+x = torch.randn(4, 2)
+for i in range(int(sys.argv[1])):
+    opt.zero_grad()
+    m(x).sum().backward()
+    opt.step()
+"""
+
+
+def test_trace_at_writes_its_own_window(tmp_path):
+    script = tmp_path / "loop.py"
+    script.write_text(LOOP)
+    out = tmp_path / "r"
+    r = run_haiprof("run", "--quiet", "--trace-at", "500", "--out", out, script, "700")
+    assert r.returncode == 0, r.stderr
+    assert (out / "trace.json.gz").is_file() and (out / "trace-step500.json.gz").is_file()
+    s = load_summary(out)
+    w = {x["file"]: x for x in s["trace_windows"]}
+    assert set(w) == {"trace.json.gz", "trace-step500.json.gz"}
+    assert w["trace-step500.json.gz"]["first_step"] == 500 and w["trace-step500.json.gz"]["steps"] >= 3
+    assert w["trace-step500.json.gz"]["around_ms"] > 0
+    assert s["traced_steps_excluded"] == w["trace.json.gz"]["steps"] + w["trace-step500.json.gz"]["steps"]
+    assert 'id="windows"' in (out / "report.html").read_text()
+
+
+def _wait_steps(run_dir, n, timeout=120):
+    deadline = time.monotonic() + timeout
+    while time.monotonic() < deadline:
+        try:
+            if sum(r[0] == "@step" for r in phase_records(run_dir)) >= n:
+                return
+        except Exception:
+            pass
+        time.sleep(0.2)
+    pytest.fail(f"{run_dir}: fewer than {n} steps after {timeout} s")
+
+
+def test_haiprof_trace_asks_a_running_job(tmp_path):
+    out, stop = tmp_path / "r", tmp_path / "stop"
+    proc = subprocess.Popen([*HAIPROF, "run", "--quiet", "--out", str(out), str(SCRIPTS / "until_stopped.py"),
+                             str(stop)], stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
+    try:
+        _wait_steps(out, 30)
+        at = sum(r[0] == "@step" for r in phase_records(out)) + 300   # ~3 s ahead of the run
+        r = run_haiprof("trace", out, "--steps", "2", "--at", str(at))
+        assert r.returncode == 0 and "taken" in r.stdout and "not taken" not in r.stdout, (r.stdout, r.stderr)
+        _wait_steps(out, at + 20)
+    finally:
+        stop.touch()
+        _, err = proc.communicate(timeout=180)
+    assert proc.returncode == 0, err
+    assert (out / f"trace-step{at}.json.gz").is_file()
+    w = [x for x in load_summary(out)["trace_windows"] if x["file"] == f"trace-step{at}.json.gz"]
+    assert w and w[0]["first_step"] == at and w[0]["steps"] >= 2
+    r = run_haiprof("trace", out)   # ended: one line, exit 2
+    assert r.returncode == 2 and r.stderr.count("\n") == 1 and "not running" in r.stderr
+
+
+def test_haiprof_trace_reaches_every_rank_at_the_same_step(tmp_path):
+    out, stop = tmp_path / "job", tmp_path / "stop"
+    proc = subprocess.Popen([*HAIPROF, "run", "--quiet", "--nproc-per-node", "2", "--out", str(out),
+                             str(SCRIPTS / "until_stopped.py"), str(stop)],
+                            stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
+    try:
+        for rank in (0, 1):
+            _wait_steps(out / f"rank-{rank}", 20)
+        r = run_haiprof("trace", out, "--steps", "2")
+        assert r.returncode == 0, r.stderr
+        lines = [ln for ln in r.stdout.splitlines() if ln.startswith("haiprof:")]
+        assert len(lines) == 2 and all(": taken;" in ln for ln in lines), r.stdout
+        at = int(lines[0].split("after step ")[1].split(":")[0])
+        for rank in (0, 1):
+            _wait_steps(out / f"rank-{rank}", at + 10)
+    finally:
+        stop.touch()
+        _, err = proc.communicate(timeout=240)
+    assert proc.returncode == 0, err[-2000:]
+    for rank in (0, 1):
+        assert (out / f"rank-{rank}" / f"trace-step{at}.json.gz").is_file(), rank
