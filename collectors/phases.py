@@ -54,6 +54,35 @@ class StepLimitReached(SystemExit):
 END_WAIT_S = 2.0
 
 
+_HOOK_DICTS = ("_forward_pre_hooks", "_forward_hooks", "_forward_hooks_always_called")
+
+
+def _hide_hooks_from_copies(hook_ids: set) -> Callable:
+    """While our hooks sit on the user's root modules, a copy of a module (copy.deepcopy, pickle, torch.save) is
+    made without them: the state nn.Module.__getstate__ returns leaves out the entries with our hook ids. So a
+    checkpointed or EMA-copied model pickles (our hooks hold the recorder, its lock and queue), loads where haiprof
+    is not installed, and a copy never records into the run. Returns the undo."""
+    import torch.nn as nn
+
+    original = nn.Module.__getstate__
+
+    def __getstate__(self):
+        state = original(self)
+        for key in _HOOK_DICTS:
+            hooks = state.get(key)
+            if hooks and not hook_ids.isdisjoint(hooks):
+                state[key] = type(hooks)((k, v) for k, v in hooks.items() if k not in hook_ids)
+        return state
+
+    __getstate__.__haiprof_wrapped__ = original
+    nn.Module.__getstate__ = __getstate__
+
+    def undo():
+        if nn.Module.__getstate__ is __getstate__:
+            nn.Module.__getstate__ = original
+    return undo
+
+
 class PhaseRecorder:
     """Installs the hooks; `append(record)` is the only sink (a JsonlAppender in practice)."""
 
@@ -273,10 +302,13 @@ class PhaseRecorder:
         if not roots:
             return  # no forward seen yet: keep looking
         self._remove_global_hooks()
+        ours = set()
         for root in roots:
             pre = root.register_forward_pre_hook(self._forward_pre)
             post = root.register_forward_hook(self._forward_post, always_call=True)
             self._undo += [pre.remove, post.remove]
+            ours.update((pre.id, post.id))
+        self._undo.append(_hide_hooks_from_copies(ours))
         self.narrowed_to = len(roots)
 
     def _install_h2d(self, torch) -> None:

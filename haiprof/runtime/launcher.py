@@ -165,16 +165,57 @@ def _join_user_threads() -> None:
 
 
 def _user_traceback(tb: TracebackType | None, user_file: str | None) -> TracebackType | None:
-    """Drop the leading frames that belong to haiprof and runpy, so the traceback starts in user code."""
+    """Drop the leading frames that belong to haiprof and runpy, so the traceback starts in user code, and every
+    later frame of haiprof's own wrappers (a DataLoader or backward call passes through collectors and fixes):
+    python's traceback is the reference."""
     first = tb
     while tb is not None:
         fname = tb.tb_frame.f_code.co_filename
         if user_file is not None and os.path.abspath(fname) == user_file:
-            return tb
+            break
         if not (fname.startswith(_HAIPROF_DIR) or fname == runpy.__file__ or "<frozen runpy>" in fname):
-            return tb
+            break
         tb = tb.tb_next
-    return first
+    if tb is None:
+        return first
+    return _without_our_frames(tb)
+
+
+def _our_dirs() -> tuple:
+    """The folders of haiprof's code: the package, and collectors/analyzers/fixes (installed under it, or beside
+    it in a source checkout)."""
+    dirs = {_HAIPROF_DIR}
+    for name in ("haiprof.collectors", "haiprof.analyzers", "haiprof.fixes"):
+        mod = sys.modules.get(name)
+        if mod is not None and getattr(mod, "__file__", None):
+            dirs.add(os.path.dirname(os.path.abspath(mod.__file__)))
+    return tuple(d + os.sep for d in dirs)
+
+
+def _without_our_frames(tb: TracebackType) -> TracebackType:
+    ours, first = _our_dirs(), tb
+    kept = []
+    while tb is not None:
+        if not tb.tb_frame.f_code.co_filename.startswith(ours):
+            kept.append(tb)
+        tb = tb.tb_next
+    if not kept:   # raised in our code alone (a bug of ours): show it whole rather than nothing
+        return first
+    for a, b in zip(kept, kept[1:]):
+        a.tb_next = b
+    kept[-1].tb_next = None
+    return kept[0]
+
+
+def _strip_chain(e: BaseException) -> None:
+    """The exceptions python prints before this one (raised during handling, or `from`): our frames out too."""
+    seen = {id(e)}
+    nxt = e.__cause__ or e.__context__
+    while nxt is not None and id(nxt) not in seen:
+        seen.add(id(nxt))
+        if nxt.__traceback__ is not None:
+            nxt.__traceback__ = _user_traceback(nxt.__traceback__, None)
+        nxt = nxt.__cause__ or nxt.__context__
 
 
 _HAIPROF_DIR = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))   # the haiprof package, not runtime/
@@ -269,6 +310,7 @@ def _run_target(script, args, module, step_limit_exc) -> Outcome:
     except BaseException as e:  # the user's exception: print it as python would, from the user's frames
         tb = _user_traceback(e.__traceback__, user_file)
         e.__traceback__ = tb  # the C excepthook reads the exception's own traceback
+        _strip_chain(e)
         try:
             sys.excepthook(type(e), e, tb)
         except Exception:
