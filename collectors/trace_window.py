@@ -46,9 +46,10 @@ def _stderr_to(path: Path):
     """Kineto prints start/stop lines straight to fd 2: route them to a log file in the run directory while our
     own profiler calls run, so the script's stderr carries only the script's output."""
     try:
-        sys.stderr.flush()
+        if sys.stderr is not None:   # a script may set sys.stderr = None, or close it
+            sys.stderr.flush()
         saved = os.dup(2)
-    except (OSError, ValueError):
+    except (OSError, ValueError, AttributeError):
         yield
         return
     try:

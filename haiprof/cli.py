@@ -48,7 +48,10 @@ def main(argv: list[str] | None = None) -> int:
     code = None
     try:
         code = _main(argv)
-        sys.stdout.flush()   # inside the try: a broken pipe surfaces here, not at interpreter exit
+        try:
+            sys.stdout.flush()   # inside the try: a broken pipe surfaces here, not at interpreter exit
+        except (ValueError, AttributeError):   # the script closed stdout, or set it to None: python says nothing
+            pass
         return code
     except BrokenPipeError:
         # Python docs' recipe: point stdout at devnull so the final flush has nowhere to fail.

@@ -17,13 +17,13 @@ from __future__ import annotations
 import json
 import math
 import os
-import sys
 import threading
 import time
 from collections import deque
 from pathlib import Path
 from typing import Any, Callable, Iterable
 
+from .errors import say
 from .phasestore import encode_chunk, read_chunks
 
 SCHEMA_VERSION = 1
@@ -243,7 +243,7 @@ class RunDir:
         """One line per file and run directory, however often it is read."""
         if name not in self._warned:
             self._warned.add(name)
-            print(f"haiprof: warning: {name}: {what}", file=sys.stderr)
+            say(f"haiprof: warning: {name}: {what}")
 
     # -- creation -------------------------------------------------------------------------------------
     @classmethod

@@ -2,16 +2,13 @@
 `haiprof report`. Imports are deferred so that `haiprof run` does not pay for them before the script starts."""
 from __future__ import annotations
 
-import sys
 
+from ..errors import say
 from ..rundir import RunDir
 
 
 def _say(line: str) -> None:
-    try:
-        print(line, file=sys.stderr, flush=True)
-    except (OSError, ValueError):   # the terminal is gone (SIGHUP) or stderr closed
-        pass
+    say(line)   # the process's own stderr, not the script's replacement (errors.keep_stderr)
 
 
 def finish(run_dir: RunDir, quiet: bool = False) -> dict | None:

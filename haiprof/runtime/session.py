@@ -19,6 +19,7 @@ from pathlib import Path
 from typing import Callable
 
 from ..analysis.report import finish
+from ..errors import keep_stderr, say
 from ..rundir import PHASES_BIN, RunDir
 from ..version import __version__
 from . import launcher
@@ -122,6 +123,7 @@ def run(opts: RunOptions) -> int:
     except launcher.ScriptSyntaxError as e:   # the user's own error: python's caret display, exit 1
         sys.stderr.write(e.text)
         return 1
+    keep_stderr()   # before the script can replace or close sys.stderr: our messages go to fd 2 as it is now
     run_dir = claim_out_dir(opts.out, target_name)   # a bad --out fails here, before the script starts
     out_dir = run_dir.path
     t_torch = time.perf_counter()
@@ -325,8 +327,5 @@ def _finishing(run_dir: RunDir):
 
 
 def _say(line: str) -> None:
-    try:
-        print(line, file=sys.stderr, flush=True)
-    except (OSError, ValueError):   # the terminal is gone (SIGHUP) or stderr closed
-        pass
+    say(line)   # the process's own stderr (errors.keep_stderr), never the script's replacement
 

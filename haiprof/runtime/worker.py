@@ -17,6 +17,7 @@ from pathlib import Path
 
 from . import session
 from .rank_gather import RankGather, rank_dir_name
+from ..errors import keep_stderr, say
 from ..rundir import RunDir
 
 RANK_ENV = ("RANK", "LOCAL_RANK", "WORLD_SIZE", "LOCAL_WORLD_SIZE", "GROUP_RANK", "GROUP_WORLD_SIZE",
@@ -79,6 +80,7 @@ def main(argv: list[str]) -> int:
     info = rank_meta()
     rank, world = int(info.get("rank", 0)), int(info.get("world_size", 1))
     run_root = Path(opts["run_dir"])
+    keep_stderr()   # before the script runs: our messages go to fd 2 as it is now (errors.keep_stderr)
     run_dir = RunDir.create(run_root / rank_dir_name(rank))
     target_name = Path(script.rstrip("/")).stem if script else module.split(".")[-1]
     ropts = session.RunOptions(script=script, module=module, args=args, steps=steps,
@@ -113,7 +115,7 @@ def _finish_rank(run_dir: RunDir, gather: RankGather, rank: int, world: int, ter
     try:
         run_dir.write_summary(analyze(run_dir).summary)
     except Exception as e:
-        print(f"haiprof: rank {rank}: could not summarize {run_dir.path}: {type(e).__name__}: {e}", file=sys.stderr)
+        say(f"haiprof: rank {rank}: could not summarize {run_dir.path}: {type(e).__name__}: {e}")
     if world <= 1:
         return
     if rank == 0:
