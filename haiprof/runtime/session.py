@@ -93,11 +93,13 @@ def collect_meta(opts: RunOptions, target_name: str) -> dict:
 
 
 def start_sidecar(run_dir: RunDir, interval_s: float):
+    # Started in the run directory, which holds no Python files: `-m` puts the working directory first on
+    # sys.path, and the user's own json.py or random.py there must not replace the standard library's.
     try:
         return subprocess.Popen(
             [sys.executable, "-m", "haiprof.runtime.sidecar", str(run_dir.path), str(os.getpid()), str(interval_s)],
             stdin=subprocess.PIPE, stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL,
-            start_new_session=False, close_fds=True)
+            start_new_session=False, close_fds=True, cwd=str(run_dir.path))
     except OSError as e:
         run_dir.record_status("system", False, f"sampler process could not start: {e}")
         return None
