@@ -209,6 +209,27 @@ def _interrupt_teardown(out, presses):
     return proc, err
 
 
+def test_sigterm_while_the_report_is_written_finishes_it_then_ends_by_sigterm(tmp_path):
+    # torchrun, slurm and kubernetes send SIGTERM at a job's end: the report is finished (and the rebuild command
+    # named in case a SIGKILL follows), then the process ends by the signal, as it would have.
+    out = tmp_path / "r"
+    proc = subprocess.Popen([*HAIPROF, "run", "--quiet", "--out", str(out), str(SCRIPTS / "exits.py"), "ok", "400"],
+                            stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
+    deadline = time.monotonic() + 120
+    while time.monotonic() < deadline:
+        try:
+            if json.loads((out / "meta.json").read_text()).get("end_time"):
+                break
+        except (OSError, ValueError):
+            pass
+        time.sleep(0.002)
+    proc.send_signal(signal.SIGTERM)
+    _, err = proc.communicate(timeout=300)
+    assert proc.returncode == -signal.SIGTERM, err
+    assert f"rebuild it with: haiprof report {out}" in err
+    assert (out / "report.html").is_file() and load_summary(out)["steps"] == 400
+
+
 def test_ctrl_c_during_teardown_still_finishes_the_report(tmp_path):
     out = tmp_path / "r"
     proc, err = _interrupt_teardown(out, 1)

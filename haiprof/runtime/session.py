@@ -223,7 +223,7 @@ def profile_target(run_dir: RunDir, opts: RunOptions, on_exit: Callable, fix_pla
     finally:
         if os.getpid() != owner_pid:   # a child the script forked ended here: it must not finalize our run
             _exit_forked_child(outcome)
-        with _finishing(run_dir):
+        with _finishing(run_dir) as finishing:
             with term:   # until the data is on disk a SIGTERM is only noted (see _SigtermDeferred)
                 ddp.uninstall()
                 recorder.uninstall()
@@ -243,11 +243,17 @@ def profile_target(run_dir: RunDir, opts: RunOptions, on_exit: Callable, fix_pla
                                     steps_limit=opts.steps)
             if term.signum is not None and outcome.reraise_signal is None:
                 outcome.reraise_signal = term.signum   # end of it after on_exit, with the status it would give
+            finishing.guard_sigterm(term.signum)   # a SIGTERM while the report is written: noted, report finished
             on_exit(run_dir, outcome)
+        if finishing.signum is not None and outcome.reraise_signal is None:
+            outcome.reraise_signal = finishing.signum
     if outcome.reraise_signal is not None:
         # Die of the same signal, as python would, so the parent sees the same status.
-        sys.stdout.flush()
-        sys.stderr.flush()
+        for stream in (sys.stdout, sys.stderr):
+            try:
+                stream.flush()
+            except (AttributeError, OSError, ValueError):   # closed or set to None by the script
+                pass
         signal.signal(outcome.reraise_signal, signal.SIG_DFL)
         os.kill(os.getpid(), outcome.reraise_signal)
     return outcome.exit_code
@@ -298,11 +304,43 @@ def _exit_forked_child(outcome) -> None:
     os._exit(1 if outcome is None else outcome.exit_code)
 
 
+class _Finishing:
+    """What _finishing hands its block: `guard_sigterm()` once the data is on disk (before that _SigtermDeferred
+    holds SIGTERM); `signum`, a SIGTERM noted while the report was written, which the process then dies of."""
+
+    def __init__(self, run_dir: RunDir):
+        self.run_dir, self.signum, self._previous = run_dir, None, None
+
+    def guard_sigterm(self, noted: int | None = None) -> None:
+        """From here a SIGTERM is noted and the report finished; `noted`: one already noted while the data was
+        being written (said now, as if it came during the report)."""
+        if noted is not None:
+            self._on_term(noted, None)
+        try:
+            if signal.getsignal(signal.SIGTERM) == signal.SIG_DFL:   # a handler of the script's own stays
+                self._previous = signal.signal(signal.SIGTERM, self._on_term)
+        except ValueError:   # not the main thread
+            pass
+
+    def _on_term(self, signum, frame) -> None:
+        if self.signum is None:
+            _say(f"haiprof: terminated while writing the report: finishing it first (if this process is killed "
+                 f"before it ends, rebuild it with: haiprof report {self.run_dir.path})")
+        self.signum = signum
+
+    def release(self) -> None:
+        if self._previous is not None and signal.getsignal(signal.SIGTERM) == self._on_term:
+            signal.signal(signal.SIGTERM, self._previous)
+        self._previous = None
+
+
 @contextlib.contextmanager
 def _finishing(run_dir: RunDir):
     """While the report is written: a first Ctrl-C is noted and the report still finished; a second one stops,
-    naming the command that rebuilds it. A hang-up (the terminal is gone) no longer ends the process here."""
+    naming the command that rebuilds it. A hang-up (the terminal is gone) no longer ends the process here, and a
+    SIGTERM (once guard_sigterm() is called) is noted, the report finished, then the process ends by it."""
     presses = 0
+    state = _Finishing(run_dir)
 
     def on_sigint(signum, frame):
         nonlocal presses
@@ -319,11 +357,12 @@ def _finishing(run_dir: RunDir):
     except ValueError:   # not the main thread: signals cannot be handled here
         pass
     try:
-        yield
+        yield state
     except KeyboardInterrupt:
         _say(f"haiprof: report not written; rebuild it with: haiprof report {run_dir.path}")
         raise
     finally:
+        state.release()
         for signum, handler in previous.items():
             signal.signal(signum, handler)
 
