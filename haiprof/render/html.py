@@ -176,7 +176,12 @@ def render(d) -> str:
 
 
 def write(d, path: Path) -> Path:
+    """The page, atomically. Bytes that are not UTF-8 in an argument or a file name reach python as lone
+    surrogates (os.fsdecode): they are shown as \\xNN escapes, never a failed report."""
     tmp = path.with_name("." + path.name + ".tmp")
-    tmp.write_text(render(d), encoding="utf-8")
-    tmp.replace(path)
+    try:
+        tmp.write_text(render(d), encoding="utf-8", errors="backslashreplace")
+        tmp.replace(path)
+    finally:
+        tmp.unlink(missing_ok=True)
     return path
