@@ -300,8 +300,11 @@ class TraceWindow:
     def _compress(self, raw: Path) -> int:
         out = self.out_dir / self.trace_name
         tmp = out.with_name("." + out.name + ".tmp")
-        with open(raw, "rb") as fin, gzip.open(tmp, "wb", compresslevel=GZIP_LEVEL) as fout:
-            shutil.copyfileobj(fin, fout, 1 << 20)
-        os.replace(tmp, out)
+        try:
+            with open(raw, "rb") as fin, gzip.open(tmp, "wb", compresslevel=GZIP_LEVEL) as fout:
+                shutil.copyfileobj(fin, fout, 1 << 20)
+            os.replace(tmp, out)
+        finally:   # a full disk: the raw trace stays, readable as it is; no half-written .tmp beside it
+            tmp.unlink(missing_ok=True)
         raw.unlink()
         return out.stat().st_size

@@ -54,10 +54,16 @@ class OutDirError(Exception):
 def write_json_atomic(path: Path, obj: Any) -> None:
     # Write-then-rename so a reader (or a crash) never sees half a file.
     tmp = path.with_name(f".{path.name}.{os.getpid()}.tmp")
-    with open(tmp, "w", encoding="utf-8") as f:
-        json.dump(obj, f, indent=1, sort_keys=True, default=str)
-        f.write("\n")
-    os.replace(tmp, path)
+    try:
+        with open(tmp, "w", encoding="utf-8") as f:
+            json.dump(obj, f, indent=1, sort_keys=True, default=str)
+            f.write("\n")
+        os.replace(tmp, path)
+    finally:   # a full disk: the old file stays whole, and no half-written .tmp is left beside it
+        try:
+            os.unlink(tmp)
+        except OSError:
+            pass
 
 
 # meta.json fields the analyses read, with the types the writer gives them; a field of another type (a hand-edited
@@ -153,6 +159,7 @@ class JsonlAppender:
         self._stop = threading.Event()
         self._thread: threading.Thread | None = None
         self._file = self._open()
+        self.failed: OSError | None = None   # the write error that stopped recording, if any
         self._prefixes: dict = {}     # record name -> '["name",' (encode's fast path)
         # Called at the start of every flush, on the flush thread: producers that batch work off the training
         # thread (resolving CUDA events) append their records there. Must not raise.
@@ -204,8 +211,21 @@ class JsonlAppender:
         while not self._stop.wait(self._interval):
             try:
                 self.flush()
+            except OSError as e:
+                self.failed = e   # disk full or dir removed: stop writing, never disturb training (the
+                self._drop()      # session says so once); what reached the disk stays readable
+                return
+
+    def _drop(self) -> None:
+        """Stop recording: later records are discarded, not queued without bound."""
+        with self._lock:
+            self._queue = deque(maxlen=0)   # append() keeps working and keeps nothing
+            try:
+                if self._file is not None:
+                    self._file.close()
             except OSError:
-                return  # disk full or dir removed: stop writing, never disturb training
+                pass
+            self._file = None
 
     def close(self) -> None:
         self._stop.set()
@@ -228,8 +248,16 @@ class ChunkAppender(JsonlAppender):
         return open(self.path, "ab")
 
     def _write(self, records: list) -> None:
-        self._file.write(encode_chunk(records))
-        self._file.flush()
+        end = self._file.tell()
+        try:
+            self._file.write(encode_chunk(records))
+            self._file.flush()
+        except OSError:   # a full disk: take the partial chunk back, so the file ends on a whole one
+            try:
+                self._file.truncate(end)
+            except OSError:
+                pass
+            raise
 
 
 class RunDir:
@@ -345,8 +373,8 @@ class RunDir:
         """phases.bin (runs since the chunked store) and phases.jsonl (older runs, `haiprof analyze`)."""
         chunked, torn = read_chunks(self.path / PHASES_BIN)
         if torn:
-            self.warn_malformed(PHASES_BIN, f"the last {torn} byte(s) are a chunk cut short (killed while writing): "
-                                            "skipped")
+            self.warn_malformed(PHASES_BIN, f"the last {torn} byte(s) are a chunk cut short (the run was killed "
+                                            "while writing it): skipped")
         good = []
         for name, records in ((PHASES_FILE, read_jsonl(self.path / PHASES_FILE)), (PHASES_BIN, chunked)):
             ok = [r for r in records if phase_record_ok(r)]

@@ -19,7 +19,7 @@ from pathlib import Path
 from typing import Callable
 
 from ..analysis.report import finish
-from ..errors import keep_stderr, say
+from ..errors import UserError, keep_stderr, say
 from ..rundir import PHASES_BIN, RunDir
 from ..version import __version__
 from . import launcher
@@ -145,7 +145,11 @@ def run(opts: RunOptions) -> int:
         meta.update(fixes_requested=fixrun.format_requested(fix_plan), fix_source=fix_plan.source,
                     baseline_run=fix_plan.baseline_run, diagnosis_run=fix_plan.diagnosis_run)
     # --- end fixes ---
-    run_dir.write_meta(meta)
+    try:
+        run_dir.write_meta(meta)
+    except OSError as e:   # a full (or read-only) disk at start: one line, nothing left behind, no script run
+        _remove_new_run_dir(run_dir)
+        raise UserError(f"cannot write the run directory {run_dir.path}: {e.strerror or e}") from None
     setup_s = time.perf_counter() - t_setup - t_torch
 
     # Live status line on stderr, only on a terminal (runtime/progress.py). Here, not in profile_target: the
@@ -157,12 +161,23 @@ def run(opts: RunOptions) -> int:
         t_teardown = time.perf_counter()
         if live is not None:
             live.stop()
+        if getattr(run_dir, "unwritten", None):   # the disk is full: said once, with the command for later
+            return
         finish(run_dir, quiet=opts.quiet)
         # haiprof's own cost, for the overhead benchmark: set-up (torch import excluded) and teardown.
-        run_dir.update_meta(overhead_s={"setup": round(setup_s, 4), "torch_import": round(t_torch, 4),
-                                        "teardown": round(time.perf_counter() - t_teardown, 4)})
+        try:
+            run_dir.update_meta(overhead_s={"setup": round(setup_s, 4), "torch_import": round(t_torch, 4),
+                                            "teardown": round(time.perf_counter() - t_teardown, 4)})
+        except OSError:
+            pass   # a full disk: said once already (profile_target); the exit code stays the script's
 
     return profile_target(run_dir, opts, on_exit, fix_plan)
+
+
+def _remove_new_run_dir(run_dir: RunDir) -> None:
+    """Take back the directory claim_out_dir just made (new or empty, so nothing of the user's is in it)."""
+    import shutil
+    shutil.rmtree(run_dir.path, ignore_errors=True)
 
 
 def _remove_if_empty(run_dir: RunDir) -> None:
@@ -229,8 +244,10 @@ def profile_target(run_dir: RunDir, opts: RunOptions, on_exit: Callable, fix_pla
                 recorder.uninstall()
                 window.close()      # before appender.close(): it writes the window's end mark
                 requests.close()
-                fix_session.finish()
-                appender.close()
+                unwritten = _Unwritten(run_dir)   # a full disk: the script's exit stays its own (see there)
+                unwritten.attempt("losses.json", fix_session.finish)
+                unwritten.attempt("phases.bin", appender.close)
+                unwritten.note("phases.bin", appender.failed)
                 if hooks_ok:
                     roots = recorder.narrowed_to
                     run_dir.record_status("phases", True, "" if roots is None else
@@ -238,9 +255,10 @@ def profile_target(run_dir: RunDir, opts: RunOptions, on_exit: Callable, fix_pla
                 stop_sidecar(sidecar)
                 if outcome is None:  # we are being torn down by something we did not catch
                     outcome = launcher.Outcome(1, "exception", error="haiprof interrupted")
-                run_dir.update_meta(end_time=time.time(), end_monotonic_ns=time.monotonic_ns(),
-                                    exit_code=outcome.exit_code, how=outcome.how, error=outcome.error,
-                                    steps_limit=opts.steps)
+                unwritten.attempt("meta.json", lambda: run_dir.update_meta(
+                    end_time=time.time(), end_monotonic_ns=time.monotonic_ns(), exit_code=outcome.exit_code,
+                    how=outcome.how, error=outcome.error, steps_limit=opts.steps))
+                unwritten.say()
             if term.signum is not None and outcome.reraise_signal is None:
                 outcome.reraise_signal = term.signum   # end of it after on_exit, with the status it would give
             finishing.guard_sigterm(term.signum)   # a SIGTERM while the report is written: noted, report finished
@@ -257,6 +275,33 @@ def profile_target(run_dir: RunDir, opts: RunOptions, on_exit: Callable, fix_pla
         signal.signal(outcome.reraise_signal, signal.SIG_DFL)
         os.kill(os.getpid(), outcome.reraise_signal)
     return outcome.exit_code
+
+
+class _Unwritten:
+    """Writes at the run's end that failed (a full disk, a removed directory): the training and its exit code are
+    the script's, so each failure is noted, the next write still tried, and one warning line says what was not
+    written; what had reached the disk stays readable by `haiprof report`."""
+
+    def __init__(self, run_dir: RunDir):
+        self.run_dir, self.failed = run_dir, {}
+
+    def note(self, what: str, error: OSError | None) -> None:
+        if error is not None:
+            self.failed.setdefault(what, error)
+
+    def attempt(self, what: str, write: Callable) -> None:
+        try:
+            write()
+        except OSError as e:
+            self.note(what, e)
+
+    def say(self) -> None:
+        self.run_dir.unwritten = list(self.failed)   # on_exit then leaves the report for later
+        if self.failed:
+            why = next(iter(self.failed.values()))
+            _say(f"haiprof: warning: could not write {', '.join(self.failed)} in {self.run_dir.path} "
+                 f"({why.strerror or why}): recording stopped there; what reached the disk is kept "
+                 f"(haiprof report {self.run_dir.path} rebuilds the report once there is space)")
 
 
 class _SigtermDeferred:

@@ -1,0 +1,74 @@
+"""A full disk never changes the training: full at start, one line and exit 2 before the script runs, nothing left
+behind; filling during the run, the script's output and exit code are python's, one warning line, no .tmp file,
+and what reached the disk still makes a report. Both on a real full filesystem (a small tmpfs; needs root) and
+with a writer that fails with ENOSPC (any machine)."""
+import subprocess
+import sys
+
+import pytest
+
+from conftest import SCRIPTS, load_summary, run_haiprof
+
+LOOP = SCRIPTS / "reliability" / "loop_exit.py"
+
+
+@pytest.fixture
+def small_fs(tmp_path):
+    mnt = tmp_path / "mnt"
+    mnt.mkdir()
+    if subprocess.run(["mount", "-t", "tmpfs", "-o", "size=1m", "tmpfs", str(mnt)], capture_output=True).returncode:
+        pytest.skip("cannot mount a tmpfs here (needs root)")
+    yield mnt
+    subprocess.run(["umount", "-l", str(mnt)], capture_output=True)
+
+
+def _fill(mnt, leave: int) -> None:
+    import os
+    st = os.statvfs(mnt)
+    free = st.f_bavail * st.f_frsize
+    (mnt / "fill").write_bytes(b"\0" * max(0, free - leave))
+
+
+def _python(*args):
+    return subprocess.run([sys.executable, str(LOOP), *map(str, args)], capture_output=True, text=True, timeout=300)
+
+
+def _our_lines(stderr):
+    return [ln for ln in stderr.splitlines() if ln.startswith("haiprof")]
+
+
+def test_full_at_start_is_one_line_and_nothing_left(small_fs):
+    _fill(small_fs, 0)
+    r = run_haiprof("run", "--out", small_fs / "r", LOOP, 100, 0)
+    assert r.returncode == 2 and r.stdout == ""
+    assert r.stderr.startswith("haiprof: error: cannot write the run directory") and r.stderr.count("\n") == 1
+    assert sorted(p.name for p in small_fs.iterdir()) == ["fill"]
+
+
+@pytest.mark.parametrize("code", [0, 3])
+def test_disk_filling_during_the_run_keeps_the_scripts_exit(small_fs, code):
+    _fill(small_fs, 300_000)
+    out = small_fs / "r"
+    plain = _python(30000, code)
+    r = run_haiprof("run", "--out", out, LOOP, 30000, code, timeout=300)
+    assert (r.returncode, r.stdout) == (plain.returncode, plain.stdout) == (code, plain.stdout), r.stderr
+    assert "Traceback" not in r.stderr
+    lines = _our_lines(r.stderr)
+    assert len(lines) == 1 and lines[0].startswith("haiprof: warning: could not write"), lines
+    assert not [p for p in out.rglob("*") if p.name.endswith(".tmp")]
+    (small_fs / "fill").unlink()
+    again = run_haiprof("report", "--quiet", out)
+    assert again.returncode == 0, again.stderr
+    assert load_summary(out)["steps"] > 0
+
+
+@pytest.mark.parametrize("code", [0, 3])
+def test_writer_failing_with_enospc_keeps_the_scripts_exit(tmp_path, code):
+    out = tmp_path / "r"
+    plain = _python(6000, code, 2)
+    r = run_haiprof("run", "--out", out, LOOP, 6000, code, 2)
+    assert (r.returncode, r.stdout) == (plain.returncode, plain.stdout) == (code, plain.stdout), r.stderr
+    lines = _our_lines(r.stderr)
+    assert len(lines) == 1 and "could not write phases.bin" in lines[0] and "No space left" in lines[0], lines
+    r = run_haiprof("report", "--quiet", out)
+    assert r.returncode == 0 and 0 < load_summary(out)["steps"] < 6000
