@@ -45,3 +45,14 @@ def say(line: str) -> None:
         stream.flush()
     except (OSError, ValueError, AttributeError):   # the terminal is gone (SIGHUP) or the stream closed
         pass
+
+
+import argparse as _argparse   # noqa: E402
+
+
+class OneLineParser(_argparse.ArgumentParser):
+    """argparse for our commands: a bad option is one line, `haiprof: error: ...`, exit 2 (UserError, printed by
+    the command line), not argparse's usage block followed by its message."""
+
+    def error(self, message):
+        raise UserError(f"{self.prog}: {message}")

@@ -286,6 +286,8 @@ class RunDir:
         """A new run directory at `path`, which must not exist yet or be empty: a run never appends to another
         run, and never writes over a user's files. Absolute, so the script's os.chdir() cannot move it."""
         p = Path(path).absolute()
+        if p.is_symlink() and not p.exists():
+            raise OutDirError(f"--out {path}: is a symbolic link to {os.readlink(p)}, which does not exist")
         try:
             if p.is_dir() and any(p.iterdir()):
                 what = "an earlier haiprof run" if (p / META).is_file() else "other files"

@@ -12,13 +12,13 @@ import sys
 import time
 from pathlib import Path
 
-from ..errors import UserError
+from ..errors import OneLineParser, UserError
 from ..rundir import PHASES_BIN, PHASES_FILE, SAMPLES_DIR, STATUS_FILE, TRACE_FILE, RunDir, write_json_atomic
 from ..version import __version__
 
 
 def _parser() -> argparse.ArgumentParser:
-    p = argparse.ArgumentParser(prog="haiprof analyze", description="Analyse PyTorch profiler traces (a .json or "
+    p = OneLineParser(prog="haiprof analyze", description="Analyse PyTorch profiler traces (a .json or "
                                 ".json.gz file, or a directory of per-rank traces) and write a report.")
     p.add_argument("path", help="trace file or directory of per-rank trace files")
     p.add_argument("--out", metavar="DIR", help="run directory (default haiprof-runs/analyze-<name>-<timestamp>/)")

@@ -8,7 +8,6 @@ unless --force: their step times and losses are not a before/after of anything.
 """
 from __future__ import annotations
 
-import argparse
 import json
 import sys
 from pathlib import Path
@@ -16,7 +15,7 @@ from pathlib import Path
 from haiprof.analyzers.compare import describe_target, text_lines
 from haiprof.analyzers.fix_gain import text_lines as fix_gain_lines
 
-from ..errors import UserError
+from ..errors import OneLineParser, UserError
 from ..rundir import RunDir
 
 
@@ -49,7 +48,7 @@ def _write_html(path: Path, html: str) -> None:
 
 
 def cmd_compare(argv: list[str]) -> int:
-    p = argparse.ArgumentParser(prog="haiprof compare",
+    p = OneLineParser(prog="haiprof compare",
                                 description="Compare two runs: RUN_A (before) and RUN_B (after).")
     p.add_argument("run_a", metavar="RUN_A")
     p.add_argument("run_b", metavar="RUN_B")
@@ -57,10 +56,13 @@ def cmd_compare(argv: list[str]) -> int:
     p.add_argument("--html", metavar="OUT", type=Path,
                    help="also write the before/after as a self-contained page (no network) to OUT")
     p.add_argument("--force", action="store_true", help="compare runs of different commands")
+    p.add_argument("--overwrite", action="store_true", help="replace an existing --html file")
     try:
         ns = p.parse_args(argv)
     except SystemExit as e:
         return int(e.code or 0)
+    if ns.html is not None and ns.html.exists() and not ns.overwrite:   # never a user's file, or a run's own
+        raise UserError(f"--html {ns.html}: exists; choose a new file or pass --overwrite")
     a, b = RunDir.open(ns.run_a), RunDir.open(ns.run_b)
     ma, mb = a.read_meta(), b.read_meta()
     mismatch = command_mismatch(ma, mb)

@@ -4,10 +4,11 @@ usable (torch.cuda.is_available(), which creates no CUDA context), torch.profile
 tracing window), and CUPTI (Kineto's kernel-level view of CUDA builds)."""
 from __future__ import annotations
 
-import argparse
 import json
 import os
 from pathlib import Path
+
+from ..errors import OneLineParser
 
 
 def _host_facts(sysfs_root: str = "/sys") -> dict:
@@ -142,7 +143,7 @@ def report() -> dict:
 
 
 def cmd_doctor(argv: list[str]) -> int:
-    p = argparse.ArgumentParser(prog="haiprof doctor", description="Check which collectors work on this host.")
+    p = OneLineParser(prog="haiprof doctor", description="Check which collectors work on this host.")
     p.add_argument("--json", action="store_true", help="print the result as JSON")
     try:
         ns = p.parse_args(argv)

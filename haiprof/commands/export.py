@@ -11,13 +11,13 @@ through the pair meta.json records at start (start_time, start_monotonic_ns); Ki
 """
 from __future__ import annotations
 
-import argparse
 import gzip
 import json
 import os
 import re
 from pathlib import Path
 
+from ..errors import OneLineParser
 from ..rundir import PHASES, RunDir, iter_records
 
 # Pids above Linux's pid_max (2**22), so ours never collide with the real pids and device ids Kineto uses.
@@ -220,11 +220,12 @@ def write_trace(trace: dict, out: Path) -> Path:
 def cmd_export(argv: list[str]) -> int:
     from ..errors import UserError
 
-    p = argparse.ArgumentParser(prog="haiprof export", description="Export a run for other tools. "
+    p = OneLineParser(prog="haiprof export", description="Export a run for other tools. "
                                 "chrome: a Chrome trace JSON (open it in ui.perfetto.dev or chrome://tracing).")
     p.add_argument("run_dir")
     p.add_argument("--format", choices=["chrome"], default="chrome", help="output format (default chrome)")
     p.add_argument("--out", metavar="FILE", help="output file (default RUN_DIR/trace.chrome.json; .gz compresses)")
+    p.add_argument("--overwrite", action="store_true", help="replace an existing --out file")
     p.add_argument("--merge-trace", nargs="?", const="", metavar="KINETO_JSON",
                    help="merge a torch.profiler/Kineto Chrome trace (default: trace.json.gz in RUN_DIR)")
     try:
@@ -232,6 +233,8 @@ def cmd_export(argv: list[str]) -> int:
     except SystemExit as e:
         return int(e.code or 0)
     run_dir = RunDir.open(ns.run_dir)
+    if ns.out and Path(ns.out).exists() and not ns.overwrite:   # never a user's file (or a run's meta.json)
+        raise UserError(f"--out {ns.out}: exists; choose a new file or pass --overwrite")
     merge = None
     if ns.merge_trace is not None:
         merge = [Path(ns.merge_trace)] if ns.merge_trace else kineto_traces(run_dir)

@@ -1,14 +1,15 @@
 """`haiprof report RUN_DIR`: (re)build summary.json and report.html from a run directory, e.g. after a kill."""
 from __future__ import annotations
 
-import argparse
+
+from ..errors import OneLineParser
 
 from ..analysis.report import finish
 from ..rundir import RunDir
 
 
 def cmd_report(argv: list[str]) -> int:
-    p = argparse.ArgumentParser(prog="haiprof report", description="(Re)build summary.json and report.html "
+    p = OneLineParser(prog="haiprof report", description="(Re)build summary.json and report.html "
                                 "from a run directory, e.g. after the run was killed.")
     p.add_argument("run_dir")
     p.add_argument("--quiet", action="store_true")

@@ -8,7 +8,7 @@ from __future__ import annotations
 import argparse
 import math
 
-from ..errors import UserError
+from ..errors import OneLineParser, UserError
 
 
 def _takes_value(parser: argparse.ArgumentParser) -> dict:
@@ -39,7 +39,7 @@ def split_target(parser: argparse.ArgumentParser, argv: list[str]) -> tuple[list
 
 
 def _run_parser() -> argparse.ArgumentParser:
-    p = argparse.ArgumentParser(
+    p = OneLineParser(
         prog="haiprof run",
         usage="haiprof run [options] (SCRIPT | -m MODULE) [ARGS ...]\n"
               "       haiprof run [options] -- torchrun [TORCHRUN_OPTIONS] SCRIPT [ARGS ...]",
@@ -68,7 +68,7 @@ def _run_parser() -> argparse.ArgumentParser:
                         "trace-step<STEP>.json.gz")
     p.add_argument("--trace-every", type=float, metavar="MINUTES",
                    help="also trace a window every MINUTES minutes of the run")
-    p.add_argument("--fix", metavar="ID[,ID...]|auto",
+    p.add_argument("--fix", metavar="ID[,ID...]|auto", action="append",
                    help="apply fixes inside the run: prefetch, fused-optim, amp, compile, cuda-graphs, compress, "
                         "bucket; 'auto' applies what the diagnosis recommends")
     return p
@@ -87,13 +87,33 @@ def trace_at_steps(text: str | None) -> tuple:
     return steps
 
 
+MIN_SAMPLE_INTERVAL_S = 0.02   # below this the sampler itself would take a core (psutil reads /proc per sample)
+
+
 def _check_run_values(ns: argparse.Namespace) -> None:
+    if ns.out == "":
+        raise UserError("--out needs a directory (leave --out out for the default haiprof-runs/<name>-<time>/)")
+    if isinstance(ns.fix, list):
+        if len(ns.fix) > 1:
+            raise UserError(f"--fix given {len(ns.fix)} times: name every fix in one --fix (e.g. --fix "
+                            f"{','.join(x for x in ns.fix if x.strip().lower() != 'auto') or 'prefetch,amp'}), "
+                            "or --fix auto alone")
+        ns.fix = ns.fix[0]
+    if ns.fix is not None and "auto" in [x.strip().lower() for x in ns.fix.split(",")] and \
+            ns.fix.strip().lower() != "auto":
+        raise UserError("--fix auto chooses the fixes from the diagnosis: give it alone, or name the fixes "
+                        "(e.g. --fix prefetch,amp)")
     trace_at_steps(ns.trace_at)
     if ns.trace_every is not None and (not math.isfinite(ns.trace_every) or ns.trace_every <= 0):
         raise UserError(f"--trace-every must be a positive number of minutes, not {ns.trace_every}")
     # nan passes `<= 0` and inf would make the sampler sleep forever: only finite positive intervals.
     if not math.isfinite(ns.sample_interval) or ns.sample_interval <= 0:
         raise UserError(f"--sample-interval must be a positive number of seconds, not {ns.sample_interval}")
+    if ns.sample_interval < MIN_SAMPLE_INTERVAL_S and not ns.quiet:
+        from ..errors import say
+        say(f"haiprof: --sample-interval {ns.sample_interval:g} s is below {MIN_SAMPLE_INTERVAL_S} s: sampling "
+            f"every {MIN_SAMPLE_INTERVAL_S} s (faster would take a core from the training)")
+    ns.sample_interval = max(ns.sample_interval, MIN_SAMPLE_INTERVAL_S)
     if ns.fix is not None and ns.fix.strip().lower() != "auto":
         from haiprof.fixes import FixSpecError, parse_spec
         try:

@@ -8,7 +8,6 @@ line up across ranks.
 """
 from __future__ import annotations
 
-import argparse
 import json
 import os
 import socket
@@ -17,7 +16,7 @@ from pathlib import Path
 
 from haiprof.collectors.trace_requests import CONTROL_DIR, REQUEST
 
-from ..errors import UserError
+from ..errors import OneLineParser, UserError
 from ..phasestore import ChunkTail
 from ..rundir import PHASES_BIN, RunDir
 
@@ -63,7 +62,7 @@ def _common_step(runs: list[RunDir]) -> int:
 
 
 def cmd_trace(argv: list[str]) -> int:
-    p = argparse.ArgumentParser(prog="haiprof trace", description="Ask a running haiprof run (every rank of a "
+    p = OneLineParser(prog="haiprof trace", description="Ask a running haiprof run (every rank of a "
                                 "job) to trace N steps op by op at its next step boundary or at --at STEP.")
     p.add_argument("run_dir")
     p.add_argument("--steps", type=int, default=3, metavar="N", help="steps to trace (default 3)")
