@@ -11,6 +11,7 @@ from __future__ import annotations
 
 import contextlib
 import os
+import sys
 import time
 from pathlib import Path
 
@@ -232,7 +233,8 @@ def profile(out: str | os.PathLike | None = None, name: str = "profile", sample_
                               sample_interval_s=sample_interval_s)
     run_dir = session.claim_out_dir(out, name)
     meta = session.collect_meta(opts, name)
-    meta.update(target_argv=None, command=None, how="profile()")
+    # the process that profiles itself: its own command line (a list, as meta.json's readers expect)
+    meta.update(target_argv=[sys.executable, *sys.argv], command=None, how="profile()")
     run_dir.write_meta(meta)
     sidecar = session.start_sidecar(run_dir, sample_interval_s)
     appender = run_dir.phase_appender().start()

@@ -137,3 +137,12 @@ def test_ranks_of_a_distributed_layout(tmp_path, seeded_run):
     ranks = haiprof.load(tmp_path / "job").ranks
     assert list(ranks) == [0, 1] and [len(r.steps) for r in ranks.values()] == [2, 3]
     assert haiprof.load(seeded_run).ranks == {}
+
+
+def test_profile_quiet_prints_nothing(tmp_path):
+    code = ("import torch, haiprof\nm = torch.nn.Linear(2, 1); o = torch.optim.SGD(m.parameters(), lr=0.1)\n"
+            f"with haiprof.profile(out={str(tmp_path / 'q')!r}, quiet=True):\n"
+            "    for _ in range(5):\n        o.zero_grad(); m(torch.randn(2, 2)).sum().backward(); o.step()\n")
+    r = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, timeout=120)
+    assert r.returncode == 0 and r.stderr == "" and r.stdout == "", r.stderr
+    assert (tmp_path / "q" / "report.html").is_file()
