@@ -1,7 +1,10 @@
 """Loss collector: the value of each scalar passed to backward, for the fix correctness guard.
 
 The scalar a script calls backward() on is its loss. Values are kept as detached tensors (no device sync in the
-training loop) and converted to floats once, when the run ends. Read-only: the loss itself is untouched.
+training loop). Those on the CPU are turned into floats by `drain()` on the flush thread, twice a second, and
+appended to a text file (one value a line), so a run killed with SIGKILL keeps its losses and memory
+stays flat over a long run; CUDA losses stay tensors until the run ends (converting them earlier would sync the
+device from another thread). Read-only: the loss itself is untouched.
 """
 from __future__ import annotations
 
@@ -13,12 +16,14 @@ MAX_LOSSES = 100_000
 
 
 class LossRecorder:
-    def __init__(self, max_losses: int = MAX_LOSSES):
+    def __init__(self, max_losses: int = MAX_LOSSES, stream_path=None):
         self.max_losses = max_losses
         self._values: list = []
         self._undo = None
         self._owner_pid = os.getpid()
         self.dropped = 0
+        self._stream_path = stream_path   # losses as they are known, for a run that is killed
+        self._streamed = 0                # values[:_streamed] are floats already in the file
 
     def install(self) -> "LossRecorder":
         import torch
@@ -42,13 +47,43 @@ class LossRecorder:
             self._undo()
             self._undo = None
 
+    @staticmethod
+    def _as_float(t):
+        if isinstance(t, float) or t is None:
+            return t
+        try:
+            v = float(t.float().cpu())
+        except Exception:   # a tensor from a torn-down device: say so in place of the value
+            return None
+        return v if math.isfinite(v) else None
+
+    def drain(self) -> None:
+        """Turn the leading CPU losses into floats and append them to the stream file (the flush thread; never
+        raises). A CUDA loss stops the walk: it and those after it wait for the end of the run."""
+        if os.getpid() != self._owner_pid:
+            return
+        values, start = self._values, self._streamed
+        end = start
+        n = len(values)
+        while end < n:
+            t = values[end]
+            if not isinstance(t, float) and t is not None and getattr(t, "is_cpu", True) is False:
+                break
+            values[end] = self._as_float(t)
+            end += 1
+        if end == start:
+            return
+        self._streamed = end
+        if self._stream_path is not None:
+            try:
+                with open(self._stream_path, "a", encoding="utf-8") as f:
+                    # one value a line, the line number its index; 8 significant digits (a float32 loss
+                    # has ~7): ~10 bytes a step
+                    f.write("".join("nan\n" if values[i] is None else f"{values[i]:.8g}\n"
+                                    for i in range(start, end)))
+            except OSError:
+                self._stream_path = None   # a full disk: losses.json at the end still has them
+
     def values(self) -> list:
         """Losses as floats (NaN/inf become None, JSON has no such numbers)."""
-        out = []
-        for t in self._values:
-            try:
-                v = float(t.float().cpu())
-            except Exception:   # a tensor from a torn-down device: say so in place of the value
-                v = None
-            out.append(v if v is not None and math.isfinite(v) else None)
-        return out
+        return [self._as_float(t) for t in self._values]

@@ -4,6 +4,8 @@ import subprocess
 import sys
 import time
 
+import pytest
+
 from conftest import HAIPROF, SCRIPTS, load_summary, run_haiprof, phase_records
 
 
@@ -140,3 +142,44 @@ def test_sigterm_while_the_scripts_error_is_printed_ends_as_python_with_the_run_
     assert "haiprof" not in r.stderr and "Traceback" not in r.stderr      # no traceback of ours
     s = load_summary(out)
     assert s["steps"] == 16 and s["exit_code"] == 128 + signal.SIGTERM
+
+
+SEEDED_LOOP = """\
+import sys, torch
+torch.manual_seed(0)
+torch.set_num_threads(1)
+m = torch.nn.Linear(2, 1)
+opt = torch.optim.SGD(m.parameters(), lr=0.001)
+x = torch.randn(4, 2)
+for i in range(int(sys.argv[1])):
+    opt.zero_grad()
+    loss = m(x).pow(2).mean()
+    loss.backward()
+    opt.step()
+    if i == 200:
+        print("ready", flush=True)
+    if len(sys.argv) > 2 and i < 300:
+        print(repr(loss.item()), file=sys.stderr)
+"""
+
+
+def test_losses_survive_kill_9(tmp_path):
+    import time
+    from haiprof.analysis.fix_results import read_losses
+    from haiprof.rundir import RunDir
+    script = tmp_path / "loop.py"
+    script.write_text(SEEDED_LOOP)
+    plain = subprocess.run([sys.executable, str(script), "300", "print"], capture_output=True, text=True,
+                           timeout=120)
+    truth = [float(x) for x in plain.stderr.split()]
+    out = tmp_path / "r"
+    proc = subprocess.Popen([*HAIPROF, "run", "--quiet", "--out", str(out), str(script), "10000000"],
+                            stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
+    assert proc.stdout.readline().strip() == "ready"
+    time.sleep(1.5)                        # a few flushes past step 200
+    proc.kill()
+    proc.wait(timeout=30)
+    assert not (out / "losses.json").exists()
+    losses = read_losses(RunDir(out))
+    assert losses is not None and len(losses) >= 300
+    assert losses[:300] == pytest.approx(truth, rel=1e-6)   # the same values python computed, step by step

@@ -17,6 +17,7 @@ from ..rundir import RunDir, iter_records
 
 FIXES_FILE = "fixes.json"
 LOSSES_FILE = "losses.json"
+LOSSES_STREAM = "losses.txt"   # runtime/fixrun.py
 
 
 def _read_json(path):
@@ -27,8 +28,22 @@ def _read_json(path):
 
 
 def read_losses(run_dir: RunDir) -> list | None:
+    """losses.json (written at the run's end), else losses.txt (as the run went: a killed run's)."""
     data = _read_json(run_dir.file(LOSSES_FILE))
-    return data.get("losses") if isinstance(data, dict) else None
+    if isinstance(data, dict):
+        return data.get("losses")
+    try:
+        lines = run_dir.file(LOSSES_STREAM).read_text(encoding="utf-8").splitlines()
+    except OSError:
+        return None
+    out = []
+    for line in lines:   # one value a line, in step order (a torn last line ends it)
+        try:
+            value = float(line)
+        except ValueError:
+            break
+        out.append(value if value == value and abs(value) != float("inf") else None)
+    return out
 
 
 def step_durations(run_dir: RunDir, summary: dict) -> list[float]:

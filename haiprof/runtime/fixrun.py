@@ -24,6 +24,7 @@ from ..rundir import RunDir, write_json_atomic
 
 FIXES_FILE = "fixes.json"
 LOSSES_FILE = "losses.json"
+LOSSES_STREAM = "losses.txt"   # written as the run goes (collectors/loss.py): what a killed run keeps
 DIAGNOSIS_STEPS = 20
 
 
@@ -212,7 +213,7 @@ class FixSession:
                 self.installed = install_fixes(self.plan.requested, diagnosis)
         from haiprof.collectors.loss import LossRecorder
         try:
-            self.losses = LossRecorder().install()
+            self.losses = LossRecorder(stream_path=self.run_dir.file(LOSSES_STREAM)).install()
         except Exception as e:
             self.run_dir.record_status("loss", False, f"loss hook could not be installed: {type(e).__name__}: {e}")
 

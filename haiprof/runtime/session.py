@@ -217,6 +217,8 @@ def profile_target(run_dir: RunDir, opts: RunOptions, on_exit: Callable, fix_pla
     ddp = DDPCommObserver(appender.append)     # DDP gradient sync, read-only (no comm hook)
     fix_session = fixrun.FixSession(run_dir, fix_plan)   # fixes and loss capture, installed before the recorder
     fix_session.start()
+    if fix_session.losses is not None:   # CPU losses to floats on disk as the run goes (a SIGKILL keeps them)
+        appender.before_flush.append(fix_session.losses.drain)
     hooks_ok = _install(run_dir, "phases", recorder)
     _install(run_dir, "ddp", ddp)
     # Op-level tracing window: a few steps after warm-up, driven by the optimizer-step hook.
