@@ -113,6 +113,7 @@ class PhaseRecorder:
         self.resolve_every = RESOLVE_EVERY_STEPS
         self._mem_last = -MEM_EVERY_NS
         self._grad_enabled = lambda: True   # torch.is_grad_enabled once installed
+        self.on_limit: Callable | None = None   # called at --steps N instead of unwinding the script (never returns)
         self._fwd_phase = "forward"
 
     # -- hooks ----------------------------------------------------------------------------------------
@@ -196,6 +197,8 @@ class PhaseRecorder:
         for callback in self.step_callbacks:
             callback(self.steps)
         if self.max_steps is not None and self.steps >= self.max_steps:
+            if self.on_limit is not None:   # a diagnosis pass: ends here, the script's cleanup not run
+                self.on_limit()
             raise StepLimitReached(self.steps)
 
     def _memory_mark(self, now: int) -> None:

@@ -92,6 +92,9 @@ def add_fix_results(run_dir: RunDir, meta: dict, summary: dict) -> None:
             for k in (fixes.get("requested") or {})],
     }
     base = fixes.get("baseline_run")
+    if not applied_ids(summary["fixes"]):   # nothing changed the training: nothing to compare, nothing to guard
+        summary["fixes"]["comparison_note"] = "no fix was applied in this run: there is nothing to compare"
+        return
     if not base:
         summary["fixes"]["comparison_note"] = ("no earlier unfixed run of this command in the output directory: "
                                                "run it once without --fix for a before/after")

@@ -19,7 +19,7 @@ import time
 from dataclasses import asdict, dataclass, field
 from pathlib import Path
 
-from ..errors import UserError
+from ..errors import UserError, say
 from ..rundir import RunDir, write_json_atomic
 
 FIXES_FILE = "fixes.json"
@@ -120,19 +120,46 @@ def recommended(summary: dict) -> dict:
     return {k: None for k in FIX_IDS if k in out}
 
 
+class ScriptFailedInDiagnosis(Exception):
+    """The script itself failed during the diagnosis pass (its traceback was shown): the run ends with its exit
+    code, as python's would have, and nothing is applied."""
+
+    def __init__(self, code: int, run: Path):
+        super().__init__(code)
+        self.code, self.run = code, run
+
+
 def diagnosis_pass(opts, parent: Path, target_name: str, steps: int) -> Path:
+    """Run the script for `steps` steps under haiprof to find what to fix. What it prints is shown on stderr,
+    marked, and kept in the diagnosis run's stdout.txt (the user's stdout carries only the real run). At its last
+    step the pass ends without unwinding the script (session.DIAGNOSIS_ENV): its finally blocks and atexit
+    handlers, which may save a model or write a log, do not run for it."""
+    from .session import DIAGNOSIS_ENV
     out = RunDir.claim_new(parent, f"{target_name}-diagnosis").path
     (out / "samples").rmdir()   # the run below claims its --out only while it is empty
     target = ["-m", opts.module] if opts.module else [opts.script]
     cmd = [sys.executable, "-m", "haiprof", "run", "--quiet", "--steps", str(steps), "--out", str(out),
            "--sample-interval", str(opts.sample_interval_s), *target, *opts.args]
     log = out.parent / f".{out.name}.stdout.txt"   # beside the run while it runs, then moved in
-    with open(log, "w", encoding="utf-8") as stdout:   # keep the terminal for the real run
-        subprocess.run(cmd, stdout=stdout, check=False)
+    env = {**os.environ, DIAGNOSIS_ENV: "1"}
+    with open(log, "wb") as keep:
+        proc = subprocess.Popen(cmd, stdout=subprocess.PIPE, env=env)
+        for line in proc.stdout:   # the terminal sees the pass's output, marked, on stderr
+            keep.write(line)
+            if not opts.quiet:
+                say("haiprof: [diagnosis] " + line.decode("utf-8", "backslashreplace").rstrip("\n"))
+        code = proc.wait()
     try:
         os.replace(log, out / "stdout.txt")
     except OSError:
         pass
+    meta = {}
+    try:
+        meta = RunDir(out).read_meta()
+    except Exception:
+        pass
+    if code != 0 and meta.get("exit_code") not in (None, 0):
+        raise ScriptFailedInDiagnosis(meta["exit_code"], out)
     return out
 
 

@@ -25,6 +25,7 @@ from ..version import __version__
 from . import launcher
 
 SAMPLE_INTERVAL_S = 0.5
+DIAGNOSIS_ENV = "HAIPROF_DIAGNOSIS_PASS"   # set by --fix auto for its diagnosis run (runtime/fixrun.py)
 
 
 @dataclass
@@ -138,6 +139,11 @@ def run(opts: RunOptions) -> int:
     from . import fixrun
     try:
         fix_plan = fixrun.plan(opts, out_dir, target_name, fixrun.target_key(meta)) if opts.fix else None
+    except fixrun.ScriptFailedInDiagnosis as e:   # the script's own failure, shown above: its exit code, as python
+        _remove_if_empty(run_dir)
+        _say(f"haiprof: --fix auto: the script failed during the diagnosis pass (exit {e.code}; its output is "
+             f"above and in {e.run}): nothing to diagnose, nothing applied")
+        return e.code
     except BaseException:
         _remove_if_empty(run_dir)
         raise
@@ -234,6 +240,29 @@ def profile_target(run_dir: RunDir, opts: RunOptions, on_exit: Callable, fix_pla
     outcome = None
     owner_pid = os.getpid()
     term = _SigtermDeferred()
+    if opts.steps and os.environ.get(DIAGNOSIS_ENV) == "1" and os.getpid() == owner_pid:
+        def stop_here() -> None:
+            """--fix auto's diagnosis pass: at its last step the data is written and the process ends, without
+            unwinding the script, so its finally blocks and atexit handlers (a final checkpoint, a log line)
+            never run for a pass the user did not ask for."""
+            outcome_ = launcher.Outcome(0, "step-limit")
+            ddp.uninstall()
+            recorder.uninstall()
+            window.close()
+            requests.close()
+            fix_session.finish()
+            appender.close()
+            stop_sidecar(sidecar)
+            run_dir.update_meta(end_time=time.time(), end_monotonic_ns=time.monotonic_ns(), exit_code=0,
+                                how="step-limit", error=None, steps_limit=opts.steps, cleanup_skipped=True)
+            on_exit(run_dir, outcome_)
+            for stream in (sys.stdout, sys.stderr):
+                try:
+                    stream.flush()
+                except (AttributeError, OSError, ValueError):
+                    pass
+            os._exit(0)
+        recorder.on_limit = stop_here
     try:
         outcome = launcher.run(opts.script, opts.args, opts.module, step_limit_exc=StepLimitReached,
                                sigterm_after=term if term.original == signal.SIG_DFL else None)
