@@ -10,6 +10,7 @@ from __future__ import annotations
 import functools
 import os
 import time
+import warnings
 import weakref
 from typing import Callable
 
@@ -39,6 +40,7 @@ _DIST_COLLECTIVES = (
 # global hooks are swapped for hooks on those roots alone. A root first called later is then not timed (its time
 # shows as "other"); the report says how many roots were found.
 NARROW_AFTER_STEPS = 2
+COMPILE_HOOK_WARNING = r"Using `torch\.compile\(module\)` when there are global hooks on modules"
 RESOLVE_EVERY_STEPS = 64
 
 
@@ -96,6 +98,7 @@ class PhaseRecorder:
         self._in_backward = 0
         self._undo: list[Callable] = []
         self._global_hooks: list = []
+        self._warning_filter = None
         self._roots: weakref.WeakSet = weakref.WeakSet()
         self.narrowed_to: int | None = None   # number of root modules once narrowed
         self._owner_pid = os.getpid()
@@ -273,6 +276,10 @@ class PhaseRecorder:
         self._grad_enabled = torch.is_grad_enabled
         self._global_hooks = [nn_module.register_module_forward_pre_hook(self._forward_pre),
                               nn_module.register_module_forward_hook(self._forward_post, always_call=True)]
+        # torch.compile(module) warns that global hooks fire twice (for the OptimizedModule and the module): ours
+        # count nesting, so the warning is about haiprof, not the script; kept quiet while they are installed.
+        warnings.filterwarnings("ignore", message=COMPILE_HOOK_WARNING, category=UserWarning)
+        self._warning_filter = warnings.filters[0]
         self._undo.append(self._remove_global_hooks)
         h3 = optim_mod.register_optimizer_step_pre_hook(self._opt_pre)
         h4 = optim_mod.register_optimizer_step_post_hook(self._opt_post)
@@ -298,6 +305,13 @@ class PhaseRecorder:
     def _remove_global_hooks(self) -> None:
         while self._global_hooks:
             self._global_hooks.pop().remove()
+        if self._warning_filter is not None:
+            try:
+                warnings.filters.remove(self._warning_filter)
+                warnings._filters_mutated()   # what filterwarnings itself calls, so the change takes effect
+            except (ValueError, AttributeError):
+                pass
+            self._warning_filter = None
 
     def _narrow(self) -> None:
         """Swap the global module hooks for hooks on the root modules seen so far (see NARROW_AFTER_STEPS)."""

@@ -31,3 +31,9 @@ def test_tracebacks_through_our_wrappers_are_pythons(tmp_path, script):
     plain, r = _both(tmp_path, T / script)
     assert plain.returncode == 1 and "Traceback" in plain.stderr
     assert (r.returncode, r.stderr) == (plain.returncode, plain.stderr)
+
+
+def test_compiled_model_gets_no_warning_about_our_hooks(tmp_path):
+    plain, r = _both(tmp_path, T / "compiled_model.py")
+    assert plain.returncode == 0 and "global hooks" not in plain.stderr
+    assert (r.returncode, r.stdout, r.stderr) == (plain.returncode, plain.stdout, plain.stderr)
