@@ -341,6 +341,22 @@ class RunDir:
     def samples_file(self, collector: str) -> Path:
         return self.path / SAMPLES_DIR / f"{collector}.jsonl"
 
+    def in_progress(self, meta: dict | None = None) -> tuple[bool, str]:
+        """(True, "") while the run that writes here is still going: no end recorded, and its process alive
+        when it ran on this host (elsewhere, a shared filesystem: only the missing end says so)."""
+        import socket
+        meta = self.read_meta() if meta is None else meta
+        if meta.get("end_time") is not None or meta.get("exit_code") is not None:
+            return False, "the run has ended"
+        if meta.get("host") == socket.gethostname() and isinstance(meta.get("pid"), int):
+            try:
+                os.kill(meta["pid"], 0)
+            except ProcessLookupError:
+                return False, f"its process {meta['pid']} is gone (killed?)"
+            except PermissionError:
+                pass
+        return True, ""
+
     # -- meta -----------------------------------------------------------------------------------------
     def read_meta(self) -> dict:
         try:

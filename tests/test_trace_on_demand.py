@@ -91,3 +91,24 @@ def test_haiprof_trace_reaches_every_rank_at_the_same_step(tmp_path):
     assert proc.returncode == 0, err[-2000:]
     for rank in (0, 1):
         assert (out / f"rank-{rank}" / f"trace-step{at}.json.gz").is_file(), rank
+
+
+def test_snapshot_report_of_a_running_job(tmp_path):
+    out, stop = tmp_path / "r", tmp_path / "stop"
+    proc = subprocess.Popen([*HAIPROF, "run", "--quiet", "--out", str(out), str(SCRIPTS / "until_stopped.py"),
+                             str(stop)], stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
+    try:
+        _wait_steps(out, 50)
+        r = run_haiprof("report", out)
+        assert r.returncode == 0, r.stderr
+        assert "a snapshot of a run in progress" in r.stderr
+        s = load_summary(out)
+        assert s["snapshot"] is True and s["steps"] >= 50 and s["exit_code"] is None
+        assert any(f["kind"] == "incomplete" and "still in progress" in f["message"] for f in s["findings"])
+        assert proc.poll() is None                       # the run goes on, undisturbed
+    finally:
+        stop.touch()
+        _, err = proc.communicate(timeout=180)
+    assert proc.returncode == 0, err
+    s = load_summary(out)                                # the run's own report replaced the snapshot
+    assert "snapshot" not in s and s["exit_code"] == 0

@@ -128,9 +128,13 @@ def analyze(run_dir: RunDir, extra_findings: list | None = None) -> RunData:
     summary["slowest_steps"] = whole["slowest_steps"]
     summary["trace_windows"] = windows.analyze(records, all_steps, run_dir.path)
     if exit_code is None:
+        live, _ = run_dir.in_progress(meta) if not meta.get("distributed") else (False, "")
+        summary["snapshot"] = live   # `haiprof report` of a run still going: what it has written so far
         summary["findings"].append({
             "kind": "incomplete", "severity": "info", "share": 0.0,
-            "message": "the run did not finish under haiprof (killed?): data up to the last flush is shown",
+            "message": (f"a snapshot of a run still in progress, after {n} step(s): the run writes its own report "
+                        "when it ends" if live else
+                        "the run did not finish under haiprof (killed?): data up to the last flush is shown"),
             "evidence": {"last_flush": "≤ 1 s before the end"}, "fixes": []})
     # --- fixes (haiprof run --fix): what each fix did, before/after, loss guard ---
     from .fix_results import add_fix_results

@@ -18,5 +18,10 @@ def cmd_report(argv: list[str]) -> int:
     except SystemExit as e:
         return int(e.code or 0)
     run_dir = RunDir.open(ns.run_dir)
-    run_dir.read_meta()
-    return 0 if finish(run_dir, quiet=ns.quiet) is not None else 1
+    meta = run_dir.read_meta()
+    summary = finish(run_dir, quiet=ns.quiet)
+    if summary is not None and summary.get("snapshot") and not ns.quiet:
+        from ..errors import say
+        say(f"haiprof: a snapshot of a run in progress ({summary.get('steps', 0)} steps so far; pid "
+            f"{meta.get('pid')}): the run replaces it with its own report when it ends")
+    return 0 if summary is not None else 1

@@ -10,7 +10,6 @@ from __future__ import annotations
 
 import json
 import os
-import socket
 import time
 from pathlib import Path
 
@@ -26,19 +25,9 @@ WAIT_S = 10.0
 
 def _running(run: RunDir) -> tuple[bool, str]:
     try:
-        meta = run.read_meta()
-    except Exception as e:
+        return run.in_progress()
+    except Exception as e:   # an unreadable meta.json
         return False, str(e)
-    if meta.get("end_time") is not None or meta.get("exit_code") is not None:
-        return False, "the run has ended"
-    if meta.get("host") == socket.gethostname() and isinstance(meta.get("pid"), int):
-        try:
-            os.kill(meta["pid"], 0)
-        except ProcessLookupError:
-            return False, f"its process {meta['pid']} is gone (killed?)"
-        except PermissionError:
-            pass
-    return True, ""
 
 
 def _targets(path: Path) -> list[RunDir]:
