@@ -6,7 +6,8 @@ vectorised passes. Each finding carries its evidence; a steady run gets none of 
   * drift: the step time moves steadily over the run. The steady steps are cut into TREND_CHUNKS equal chunks
     and each chunk's median taken (stalls and noise do not move a median); the trend is a line through those
     medians. A drift needs the line to change the step by DRIFT_MIN and the chunk medians to follow it in order
-    (rank correlation >= MONOTONE): noise is not a trend. A level shift passes too, and is said to be a jump.
+    (rank correlation >= MONOTONE) and lie on it (R^2 >= LINEAR_FIT): noise is not a trend, and neither is a jump
+    (a neighbour's job starting on the machine moves the step time once, it does not drift).
   * periodic stalls: steps longer than STALL_FACTOR x the median step (and STALL_MIN_NS longer) that recur at a
     regular interval, in steps (an epoch boundary, a checkpoint every N steps) or in seconds (a timer). Their
     cause is the phase that holds the extra time, and whether a new DataLoader iterator began in that step
@@ -22,7 +23,7 @@ TREND_CHUNKS = 10
 MIN_TREND_STEPS = 40          # fewer steps: no trend finding (a chunk of 4 steps has no median worth the name)
 DRIFT_MIN = 0.10              # the trend moves the step time by 10% or more over the run
 MONOTONE = 0.8                # Spearman rank correlation of the chunk medians with time
-LINEAR_FIT = 0.85             # R^2 of the line through the chunk medians: above, a steady drift; below, a jump
+LINEAR_FIT = 0.85             # R^2 of the line through the chunk medians: below it the step time jumped, not drifted
 STALL_FACTOR = 2.0
 STALL_MIN_NS = 1_000_000      # and at least 1 ms longer than the median step: sub-ms jitter is no stall
 MIN_STALLS = 4                # a period needs four stalls (three intervals): two intervals agree by chance
@@ -77,12 +78,10 @@ def drift(durations_ns: np.ndarray) -> dict | None:
         return None
     change = (tr["end"] - tr["start"]) / tr["start"]
     direction = 1 if change > 0 else -1
-    if abs(change) < DRIFT_MIN or direction * tr["monotone"] < MONOTONE:
-        return None
+    if abs(change) < DRIFT_MIN or direction * tr["monotone"] < MONOTONE or tr["r2"] < LINEAR_FIT:
+        return None   # noise, or a jump (a neighbour's job starting, a new phase of the data): not a trend
     severity = "high" if change >= 2 * DRIFT_MIN + 0.05 else "moderate" if change > 0 else "info"
-    # a line that fits the tenths: a steady drift; one that does not: the step time moved in a jump (another
-    # job on the machine, a change of phase in the data) which is reported the same way, said as such
-    how = "steadily" if tr["r2"] >= LINEAR_FIT else "in a jump, not steadily,"
+    how = "steadily"
     word = "rose" if change > 0 else "fell"
     med = tr["medians"]
     return {
@@ -123,12 +122,22 @@ def periodic_stalls(durations_ns: np.ndarray, starts_ns: np.ndarray, phases_ns: 
         return None
     median = float(np.median(d))
     stall = (d > STALL_FACTOR * median) & (d - median >= STALL_MIN_NS)
-    idx = np.flatnonzero(stall)
-    if len(idx) < MIN_STALLS:
+    all_idx = np.flatnonzero(stall)
+    if len(all_idx) < MIN_STALLS:
         return None
-    by_steps = _period(np.diff(idx).astype(float), lambda c: 1.0)
     starts = np.asarray(starts_ns, dtype=float)
-    by_time = _period(np.diff(starts[idx]), lambda c: 0.10 * c)
+    # A busy machine adds slow steps at random: the periodic stalls are then the larger ones, so the period is
+    # looked for among all stalls, then among those at least a half and a quarter of the largest's excess.
+    excess_all = d[all_idx] - median
+    by_steps = by_time = None
+    for level in (0.0, 0.5, 0.25):
+        idx = all_idx[excess_all >= level * excess_all.max()]
+        if len(idx) < MIN_STALLS:
+            continue
+        by_steps = _period(np.diff(idx).astype(float), lambda c: 1.0)
+        by_time = _period(np.diff(starts[idx]), lambda c: 0.10 * c)
+        if by_steps is not None or by_time is not None:
+            break
     if by_steps is None and by_time is None:
         return None
     excess = d[idx] - median

@@ -18,7 +18,7 @@ from torch import nn
 def main():
     ap = argparse.ArgumentParser()
     ap.add_argument("--shape", choices=["steady", "drift", "stall", "leak"], default="steady")
-    ap.add_argument("--steps", type=int, default=400)
+    ap.add_argument("--steps", type=int, default=300)
     ap.add_argument("--width", type=int, default=256)
     args = ap.parse_args()
     torch.manual_seed(0)
@@ -35,7 +35,7 @@ def main():
         if args.shape == "drift":
             replay.append(x.clone())
             loss = loss + 1e-9 * sum(float(b.sum()) for b in replay)   # O(step) Python work each step
-            time.sleep(2e-5 * step)                                    # ... and a growing host-side scan
+            time.sleep(4e-5 * step)                                    # ... and a growing host-side scan
         loss.backward()
         opt.step()
         if args.shape == "stall" and step % 50 == 49:
@@ -44,7 +44,7 @@ def main():
             time.sleep(0.15)                       # ... written to slow storage
         if args.shape == "leak":
             kept.append(torch.randn(256, 1024) + out.sum())   # 1 MiB a step that is never freed
-        time.sleep(0.002)
+        time.sleep(0.012)  # the rest of the step (waiting on storage, say): a busy machine barely moves it
     print("done", args.shape, len(kept))
 
 

@@ -19,6 +19,7 @@ from .top import fix_command, section_next, toc  # noqa: F401  (fix_command: use
 from .ops import section_ops   # op-level trace panel (tracing window)
 from .ranks import section_ranks  # distributed runs (issue 5)
 from .windows import section_windows   # every tracing window (--trace-at, --trace-every, haiprof trace)
+from .slowest import section_slowest   # the slowest steps of the whole run
 
 PHASES = ("dataloader", "h2d", "forward", "backward", "optimizer", "allreduce", "other")
 
@@ -129,7 +130,7 @@ def section_meta(d, figs):
 from .trace_panels import section_trace  # noqa: E402  (haiprof analyze)
 
 SECTIONS = [section_verdict, section_next, section_findings, section_trace, section_ranks, section_gpu,
-            section_phases, section_ops, section_windows, section_utilization, hardware.section_hardware, section_collectors,
+            section_phases, section_slowest, section_ops, section_windows, section_utilization, hardware.section_hardware, section_collectors,
             section_meta]
 
 # --- fixes panel (haiprof run --fix): right after the verdict ---
@@ -155,7 +156,7 @@ table.grid code{word-break:break-all}th{text-align:left;font-weight:600;backgrou
 """
 
 TITLES = {"verdict": "Verdict", "next": "Do this next", "fixes": "Fixes", "findings": "Findings", "trace": "Trace",
-          "ranks": "Ranks", "gpu": "GPU", "phases": "Phases", "ops": "Op-level trace", "windows": "Tracing windows",
+          "ranks": "Ranks", "gpu": "GPU", "phases": "Phases", "ops": "Op-level trace", "windows": "Tracing windows", "slowest": "Slowest steps",
           "utilization": "Utilization",
           "hardware": "Hardware", "collectors": "Collectors", "meta": "Run"}
 
