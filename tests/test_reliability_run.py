@@ -189,10 +189,10 @@ def test_sighup_writes_report(tmp_path):
     assert (out / "report.html").is_file()
 
 
-def _interrupt_teardown(out, presses):
-    """Run a script to its end, then press Ctrl-C `presses` times once teardown has begun (meta.json gets its
-    end_time before the report is written)."""
-    proc = subprocess.Popen([*HAIPROF, "run", "--out", str(out), str(SCRIPTS / "exits.py"), "ok", "400"],
+def _start_until_teardown(out, *options):
+    """Run a script to its end and return once teardown has begun (meta.json gets its end_time before the report
+    is written)."""
+    proc = subprocess.Popen([*HAIPROF, "run", *options, "--out", str(out), str(SCRIPTS / "exits.py"), "ok", "400"],
                             stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
     deadline = time.monotonic() + 120
     while time.monotonic() < deadline:
@@ -202,6 +202,12 @@ def _interrupt_teardown(out, presses):
         except (OSError, ValueError):
             pass
         time.sleep(0.002)
+    return proc
+
+
+def _interrupt_teardown(out, presses):
+    """Press Ctrl-C `presses` times once teardown has begun."""
+    proc = _start_until_teardown(out)
     for _ in range(presses):
         proc.send_signal(signal.SIGINT)
         time.sleep(0.05)
@@ -213,16 +219,7 @@ def test_sigterm_while_the_report_is_written_finishes_it_then_ends_by_sigterm(tm
     # torchrun, slurm and kubernetes send SIGTERM at a job's end: the report is finished (and the rebuild command
     # named in case a SIGKILL follows), then the process ends by the signal, as it would have.
     out = tmp_path / "r"
-    proc = subprocess.Popen([*HAIPROF, "run", "--quiet", "--out", str(out), str(SCRIPTS / "exits.py"), "ok", "400"],
-                            stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
-    deadline = time.monotonic() + 120
-    while time.monotonic() < deadline:
-        try:
-            if json.loads((out / "meta.json").read_text()).get("end_time"):
-                break
-        except (OSError, ValueError):
-            pass
-        time.sleep(0.002)
+    proc = _start_until_teardown(out, "--quiet")
     proc.send_signal(signal.SIGTERM)
     _, err = proc.communicate(timeout=300)
     assert proc.returncode == -signal.SIGTERM, err

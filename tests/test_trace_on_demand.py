@@ -8,24 +8,12 @@ import pytest
 
 from conftest import HAIPROF, SCRIPTS, load_summary, phase_records, run_haiprof
 
-LOOP = """\
-import sys, torch
-torch.set_num_threads(1)
-m = torch.nn.Linear(2, 1)
-opt = torch.optim.SGD(m.parameters(), lr=0.01)
-x = torch.randn(4, 2)
-for i in range(int(sys.argv[1])):
-    opt.zero_grad()
-    m(x).sum().backward()
-    opt.step()
-"""
+LOOP = SCRIPTS / "reliability" / "loop_exit.py"   # STEPS EXIT_CODE
 
 
 def test_trace_at_writes_its_own_window(tmp_path):
-    script = tmp_path / "loop.py"
-    script.write_text(LOOP)
     out = tmp_path / "r"
-    r = run_haiprof("run", "--quiet", "--trace-at", "500", "--out", out, script, "700")
+    r = run_haiprof("run", "--quiet", "--trace-at", "500", "--out", out, LOOP, "700", "0")
     assert r.returncode == 0, r.stderr
     assert (out / "trace.json.gz").is_file() and (out / "trace-step500.json.gz").is_file()
     s = load_summary(out)
@@ -49,10 +37,15 @@ def _wait_steps(run_dir, n, timeout=120):
     pytest.fail(f"{run_dir}: fewer than {n} steps after {timeout} s")
 
 
+def _start_until_stopped(out, stop, *options):
+    return subprocess.Popen([*HAIPROF, "run", "--quiet", *options, "--out", str(out),
+                             str(SCRIPTS / "until_stopped.py"), str(stop)],
+                            stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
+
+
 def test_haiprof_trace_asks_a_running_job(tmp_path):
     out, stop = tmp_path / "r", tmp_path / "stop"
-    proc = subprocess.Popen([*HAIPROF, "run", "--quiet", "--out", str(out), str(SCRIPTS / "until_stopped.py"),
-                             str(stop)], stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
+    proc = _start_until_stopped(out, stop)
     try:
         _wait_steps(out, 30)
         at = sum(r[0] == "@step" for r in phase_records(out)) + 300   # ~3 s ahead of the run
@@ -72,9 +65,7 @@ def test_haiprof_trace_asks_a_running_job(tmp_path):
 
 def test_haiprof_trace_reaches_every_rank_at_the_same_step(tmp_path):
     out, stop = tmp_path / "job", tmp_path / "stop"
-    proc = subprocess.Popen([*HAIPROF, "run", "--quiet", "--nproc-per-node", "2", "--out", str(out),
-                             str(SCRIPTS / "until_stopped.py"), str(stop)],
-                            stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
+    proc = _start_until_stopped(out, stop, "--nproc-per-node", "2")
     try:
         for rank in (0, 1):
             _wait_steps(out / f"rank-{rank}", 20)
@@ -95,8 +86,7 @@ def test_haiprof_trace_reaches_every_rank_at_the_same_step(tmp_path):
 
 def test_snapshot_report_of_a_running_job(tmp_path):
     out, stop = tmp_path / "r", tmp_path / "stop"
-    proc = subprocess.Popen([*HAIPROF, "run", "--quiet", "--out", str(out), str(SCRIPTS / "until_stopped.py"),
-                             str(stop)], stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
+    proc = _start_until_stopped(out, stop)
     try:
         _wait_steps(out, 50)
         r = run_haiprof("report", out)
