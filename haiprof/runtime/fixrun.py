@@ -26,6 +26,7 @@ FIXES_FILE = "fixes.json"
 LOSSES_FILE = "losses.json"
 LOSSES_STREAM = "losses.txt"   # written as the run goes (collectors/loss.py): what a killed run keeps
 DIAGNOSIS_STEPS = 20
+DIAGNOSIS_ENV = "HAIPROF_DIAGNOSIS_PASS"   # set for the diagnosis run: it stops at its last step (session.py)
 
 
 class FixRequestError(UserError):
@@ -132,9 +133,8 @@ class ScriptFailedInDiagnosis(Exception):
 def diagnosis_pass(opts, parent: Path, target_name: str, steps: int) -> Path:
     """Run the script for `steps` steps under haiprof to find what to fix. What it prints is shown on stderr,
     marked, and kept in the diagnosis run's stdout.txt (the user's stdout carries only the real run). At its last
-    step the pass ends without unwinding the script (session.DIAGNOSIS_ENV): its finally blocks and atexit
+    step the pass ends without unwinding the script (DIAGNOSIS_ENV): its finally blocks and atexit
     handlers, which may save a model or write a log, do not run for it."""
-    from .session import DIAGNOSIS_ENV
     out = RunDir.claim_new(parent, f"{target_name}-diagnosis").path
     (out / "samples").rmdir()   # the run below claims its --out only while it is empty
     target = ["-m", opts.module] if opts.module else [opts.script]

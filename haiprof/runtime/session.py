@@ -25,7 +25,6 @@ from ..version import __version__
 from . import launcher
 
 SAMPLE_INTERVAL_S = 0.5
-DIAGNOSIS_ENV = "HAIPROF_DIAGNOSIS_PASS"   # set by --fix auto for its diagnosis run (runtime/fixrun.py)
 
 
 @dataclass
@@ -240,7 +239,7 @@ def profile_target(run_dir: RunDir, opts: RunOptions, on_exit: Callable, fix_pla
     outcome = None
     owner_pid = os.getpid()
     term = _SigtermDeferred()
-    if opts.steps and os.environ.get(DIAGNOSIS_ENV) == "1" and os.getpid() == owner_pid:
+    if opts.steps and os.environ.get(fixrun.DIAGNOSIS_ENV) == "1" and os.getpid() == owner_pid:
         def stop_here() -> None:
             """--fix auto's diagnosis pass: at its last step the data is written and the process ends, without
             unwinding the script, so its finally blocks and atexit handlers (a final checkpoint, a log line)
