@@ -1,5 +1,6 @@
 """The live status line: on stderr when it is a terminal (a real pseudo-terminal here), never on a pipe or stdout."""
 import json
+import re
 import time
 
 import pytest
@@ -15,19 +16,24 @@ def _run_with_pty_stderr(args, timeout=120, stdout_pty=False):
     return run_on_pty(args, timeout, on_pty=("stdout",) if stdout_pty else ("stderr",))
 
 
+def _frames(tty: bytes) -> list[bytes]:
+    """The status texts drawn on the bottom row (save cursor, go to the row, erase it, text, restore cursor)."""
+    return re.findall(rb"\x1b7\x1b\[\d+;1H\x1b\[2K([^\x1b]*)\x1b8", tty)
+
+
 def test_status_line_on_a_terminal(tmp_path):
     out = tmp_path / "r"
     rc, tty, stdout = _run_with_pty_stderr(["run", "--out", out, SCRIPTS / "exits.py", "loop", "60"])
     assert rc == 0
-    assert STATUS in tty and b"\r\x1b[K" in tty, tty[-2000:]
+    assert STATUS in tty and b"\x1b[1;23r" in tty, tty[-2000:]   # the bottom row of 24 kept out of scrolling
     # Redrawn in place, with the step count going up.
-    frames = [f for f in tty.split(b"\r\x1b[K") if f.startswith(b"haiprof: ") and STATUS in f]
+    frames = [f for f in _frames(tty) if f.startswith(b"haiprof: ") and STATUS in f]
     counts = [int(f.split()[1]) for f in frames]
     assert len(counts) >= 2 and counts == sorted(counts) and counts[-1] > counts[0], frames
     assert counts[-1] <= load_summary(out)["steps"] == 60
     assert b"of step time" in frames[-1]
-    # Erased before the verdict: the verdict starts on a clean line.
-    assert b"\r\x1b[Khaiprof: " in tty and b"report: " in tty.split(frames[-1])[-1]
+    # Erased and given back before the verdict.
+    assert b"\x1b[24;1H\x1b[2K\x1b[r\x1b8" in tty and b"report: " in tty.split(b"\x1b[r\x1b8")[-1]
     # Nothing of ours on stdout: the script's own output, byte for byte.
     assert stdout.decode().splitlines() == ["ready", "done"]
 
@@ -46,7 +52,7 @@ def test_stdout_terminal_alone_gets_no_status(tmp_path):
     rc, tty, stderr = _run_with_pty_stderr(["run", "--out", tmp_path / "r", SCRIPTS / "exits.py", "loop", "30"],
                                            stdout_pty=True)
     assert rc == 0
-    assert STATUS not in tty and b"\x1b[K" not in tty
+    assert STATUS not in tty and b"\x1b" not in tty
     assert STATUS not in stderr
 
 
@@ -118,7 +124,8 @@ def test_traceback_starts_on_a_clean_line(tmp_path):
     rc, tty, _ = _run_with_pty_stderr(["run", "--out", tmp_path / "r", script])
     assert rc == 1
     assert STATUS in tty
-    assert b"\r\x1b[KTraceback (most recent call last):" in tty, tty[-1500:]
+    # The row is given back before the traceback, which then starts on the script's own line.
+    assert b"\x1b[r\x1b8Traceback (most recent call last):" in tty, tty[-1500:]
     assert b"ValueError: from the script" in tty
 
 

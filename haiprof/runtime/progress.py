@@ -1,9 +1,9 @@
-"""Live progress while `haiprof run` goes: one status line on stderr, redrawn in place.
+"""Live progress while `haiprof run` goes: one status line on the terminal's bottom row, redrawn in place.
 
     haiprof: 120 steps · 35.2 steps/s · forward 45% of step time
 
 Shown only when stderr is a terminal (never on a pipe or a file, never on stdout), not with --quiet or
-HAIPROF_PROGRESS=0, and not while the script draws its own tqdm bar on that terminal. It costs the training thread nothing it would notice: the hooks are untouched; a background
+HAIPROF_PROGRESS=0, and not once the script draws its own tqdm bar on that terminal. It costs the training thread nothing it would notice: the hooks are untouched; a background
 thread re-reads the tail of phases.jsonl (which the phase collector flushes twice a second anyway), counts the
 step marks and attributes the new intervals with the same interval arithmetic as the report.
 """
@@ -21,7 +21,7 @@ from ..phasestore import ChunkTail
 
 STEP_MARK, BACKWARD_MARK = "@step", "@backward"
 REFRESH_S = 0.5
-CLEAR = "\r\x1b[K"
+SAVE, RESTORE = "\x1b7", "\x1b8"   # DECSC / DECRC: cursor position and attributes
 
 
 def enabled(stream, quiet: bool) -> bool:
@@ -186,7 +186,16 @@ def status_line(tail: PhaseTail, elapsed_s: float) -> str:
 
 
 class LiveStatus:
-    """Redraws the status line every REFRESH_S on a background thread; `stop()` erases it."""
+    """Keeps the status line on the terminal's bottom row, redrawn every REFRESH_S on a background thread.
+
+    The row is taken out of the scroll region (DECSTBM, as apt's progress bar does), and every redraw saves and
+    restores the cursor, so nothing the script's process tree writes can glue onto the status text, whatever
+    writes it (print, os.write, a child process, a C library), and an input() prompt keeps its cursor while the
+    script waits for the user. A terminal without a usable size, or one resized during the run (terminals reset
+    the region then), gets no status line from then on. `stop()` erases the row and gives the region back.
+    """
+
+    MIN_ROWS = 4   # a smaller terminal keeps every row for the script
 
     def __init__(self, phases_path, stream=None, refresh_s: float = REFRESH_S):
         self.stream = stream if stream is not None else sys.stderr
@@ -194,16 +203,13 @@ class LiveStatus:
         self.refresh_s = refresh_s
         self._stop = threading.Event()
         self._thread: threading.Thread | None = None
+        self._rows = 0                        # the terminal's height when the row was reserved; 0: not reserved
         self._drawn = False
-        self._yielded = False                 # a tqdm bar of the script was seen: stay out of its way
         self._t0 = time.monotonic()
         self._prev_excepthook = sys.excepthook
-        # The script's writes and our redraws take turns under this lock (reentrant: a signal handler that
-        # prints while the main thread is inside a write must not deadlock).
+        # Redraws and stop() take turns (reentrant: stop() from the excepthook while our thread draws).
         self._lock = threading.RLock()
-        self._raw_write = self.stream.write   # ours, never the wrapper below
-        self._line_open = False               # the script left a line unfinished: do not draw over it
-        self._wrapped: list = []              # (stream, wrapper) to take back at stop()
+        self._raw_write = self.stream.write
 
     @classmethod
     def start_if_tty(cls, phases_path, quiet: bool = False, stream=None) -> "LiveStatus | None":
@@ -211,107 +217,90 @@ class LiveStatus:
         if not enabled(stream, quiet):
             return None
         live = cls(phases_path, stream)
-        # The launcher prints the script's traceback through sys.excepthook: erase the line first, so the
-        # traceback starts on a clean line.
+        if not live._reserve():
+            return None
+        # The launcher prints the script's traceback through sys.excepthook: give the row back first, so the
+        # traceback scrolls over the whole terminal.
         live._prev_excepthook = sys.excepthook
         sys.excepthook = live._excepthook
-        live._wrap_writes()
+        os.register_at_fork(after_in_child=live._after_fork)
         live._thread = threading.Thread(target=live._loop, name="haiprof-progress", daemon=True)
         live._thread.start()
         return live
 
-    def _wrap_writes(self) -> None:
-        """Erase the status line before the script writes to this terminal, so its lines never start glued to
-        the status text. A plain stdout pipe or file is left alone (nothing of ours is on it)."""
-        streams = [self.stream]
-        if sys.stdout is not None and sys.stdout is not self.stream and enabled(sys.stdout, False):
-            streams.append(sys.stdout)
-        for stream in streams:
-            try:
-                original = stream.write
-                wrapper = self._make_write(original)
-                stream.write = wrapper   # TextIOWrapper instances take attribute assignment
-            except (AttributeError, TypeError):
-                continue                 # not a TextIOWrapper: leave it as it is
-            self._wrapped.append((stream, wrapper))
-        # A forked child (DataLoader worker) may inherit the lock held by our thread: give it a fresh one.
-        os.register_at_fork(after_in_child=self._after_fork)
+    def _size(self) -> tuple[int, int]:
+        try:
+            size = os.get_terminal_size(self.stream.fileno())
+            return size.lines, size.columns
+        except (OSError, ValueError, AttributeError):
+            return 0, 0
 
-    def _make_write(self, original):
-        def write(text):
-            with self._lock:
-                if self._drawn:
-                    self._raw_write(CLEAR)   # same terminal: the erase lands before the script's text
-                    self.stream.flush()
-                    self._drawn = False
-                n = original(text)
-                if text:
-                    self._line_open = not text.endswith("\n")
-                return n
-        write.__haiprof_wrapped__ = original
-        return write
+    def _emit(self, text: str) -> None:
+        self._raw_write(text)   # one write: the terminal takes it whole between the script's writes
+        self.stream.flush()
+
+    def _reserve(self) -> bool:
+        """Take the bottom row out of the scroll region. Called before the script runs, with the cursor at the
+        start of a line: a newline makes room when the cursor sits on the bottom row, the cursor goes back up."""
+        rows, cols = self._size()
+        if rows < self.MIN_ROWS or cols < 20:
+            return False
+        try:
+            self._emit(f"\n{SAVE}\x1b[1;{rows - 1}r{RESTORE}\x1b[1A")
+        except (OSError, ValueError):
+            return False
+        self._rows = rows
+        return True
+
+    def _release(self) -> None:
+        """Erase the status row and give the whole terminal back to the scroll region (cursor kept)."""
+        if not self._rows:
+            return
+        rows, self._rows, self._drawn = self._rows, 0, False
+        now = self._size()[0]
+        erase = f"\x1b[{rows};1H\x1b[2K" if rows <= now else ""
+        try:
+            self._emit(f"{SAVE}{erase}\x1b[r{RESTORE}")
+        except (OSError, ValueError):
+            pass  # the terminal is gone: nothing left to give back
+
+    def _draw(self, line: str) -> None:
+        self._emit(f"{SAVE}\x1b[{self._rows};1H\x1b[2K{line}{RESTORE}")
+        self._drawn = True
 
     def _after_fork(self) -> None:
+        # A forked child (DataLoader worker) may inherit the lock held by our thread, and never draws.
         self._lock = threading.RLock()
+        self._rows = 0
         self._drawn = False
-
-    def _unwrap_writes(self) -> None:
-        for stream, wrapper in self._wrapped:
-            try:
-                if stream.__dict__.get("write") is wrapper:   # someone wrapped it after us: keep their chain
-                    del stream.write
-            except (AttributeError, TypeError):
-                pass
-        self._wrapped = []
 
     def _excepthook(self, *exc_info):
         self.stop()
         self._prev_excepthook(*exc_info)
-
-    def _width(self) -> int:
-        try:
-            columns = os.get_terminal_size(self.stream.fileno()).columns
-        except (OSError, ValueError, AttributeError):
-            columns = 0
-        # One column short of the width so the line never wraps; a terminal that reports no size gets 80.
-        return max(20, columns - 1) if columns else 79
 
     def _loop(self) -> None:
         while not self._stop.wait(self.refresh_s):
             try:
                 self.tail.poll()
                 with self._lock:
-                    # The script draws its own bar on this terminal: do not fight over it, for the rest of the run
-                    # (between one bar closing and the next, or the end, a redraw would flash in its place).
-                    self._yielded = self._yielded or tqdm_bar_active()
-                    if self._yielded:
-                        if self._drawn:
-                            self._raw_write(CLEAR)
-                            self.stream.flush()
-                            self._drawn = False
-                        continue
-                    if self._line_open:   # a prompt or a partial line of the script's: leave it visible
-                        continue
-                    line = status_line(self.tail, time.monotonic() - self._t0)[:self._width()]
-                    self._raw_write(CLEAR + line)
-                    self.stream.flush()
-                    self._drawn = True
+                    if not self._rows:
+                        return
+                    rows, cols = self._size()
+                    # A resized terminal has reset its region; the script's own tqdm bar wants the terminal:
+                    # either way, step aside for the rest of the run.
+                    if rows != self._rows or tqdm_bar_active():
+                        self._release()
+                        return
+                    self._draw(status_line(self.tail, time.monotonic() - self._t0)[:max(20, cols - 1)])
             except (OSError, ValueError):
                 return  # terminal gone or stream closed: stop drawing, never disturb training
 
     def stop(self) -> None:
-        """Stop drawing and erase the line; idempotent."""
+        """Stop drawing, erase the row and give it back; idempotent."""
         self._stop.set()
         if self._thread is not None and self._thread is not threading.current_thread():
             self._thread.join(timeout=2)
         if sys.excepthook is self._excepthook:
             sys.excepthook = self._prev_excepthook
         with self._lock:
-            self._unwrap_writes()
-            if self._drawn:
-                self._drawn = False
-                try:
-                    self._raw_write(CLEAR)
-                    self.stream.flush()
-                except (OSError, ValueError):
-                    pass  # the terminal is gone: nothing left to erase
+            self._release()

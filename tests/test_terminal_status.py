@@ -1,0 +1,132 @@
+"""The status line never corrupts a line the user sees: it lives on the terminal's bottom row, out of the scroll
+region, whatever writes to the terminal (print, os.write, a child process, a line left open) and while the
+script waits at an input() prompt. The terminal is a real pseudo-terminal; what it shows is rebuilt with pyte, a
+VT100 emulator, from the exact bytes haiprof and the script wrote."""
+import fcntl
+import os
+import pty
+import select
+import struct
+import subprocess
+import termios
+import time
+
+import pytest
+
+from conftest import HAIPROF, SCRIPTS
+
+pyte = pytest.importorskip("pyte", reason="pyte comes with the test extra")
+
+ROWS, COLS = 24, 100
+PROMPT = b"your name? "
+
+
+def _run_interactive(args, tmp_path, wait_at_prompt_s=1.6, timeout=120):
+    """Everything on one pseudo-terminal (stdin too); answer the prompt after a few redraws.
+    Returns (returncode, every byte the terminal got, the bytes up to the moment we answered)."""
+    master, slave = pty.openpty()
+    fcntl.ioctl(slave, termios.TIOCSWINSZ, struct.pack("HHHH", ROWS, COLS, 0, 0))
+    env = dict(os.environ, HAIPROF_PROGRESS="1", TERM="xterm")
+    proc = subprocess.Popen([*HAIPROF, *map(str, args)], stdin=slave, stdout=slave, stderr=slave, env=env,
+                            cwd=tmp_path, start_new_session=True)
+    os.close(slave)
+    got, at_prompt, prompt_seen = b"", None, None
+    deadline = time.monotonic() + timeout
+    while time.monotonic() < deadline:
+        if prompt_seen is None and PROMPT in got:
+            prompt_seen = time.monotonic()
+        if at_prompt is None and prompt_seen and time.monotonic() - prompt_seen > wait_at_prompt_s:
+            at_prompt = got
+            os.write(master, b"bob\n")
+        r, _, _ = select.select([master], [], [], 0.1)
+        if r:
+            try:
+                chunk = os.read(master, 65536)
+            except OSError:
+                break
+            if not chunk:
+                break
+            got += chunk
+        elif proc.poll() is not None:
+            break
+    os.close(master)
+    proc.wait(timeout=30)
+    return proc.returncode, got, at_prompt
+
+
+def _screen(data: bytes):
+    screen = pyte.HistoryScreen(COLS, ROWS, history=5000)
+    stream = pyte.ByteStream(screen)
+    stream.feed(data)
+    return screen
+
+
+def _lines(screen) -> list[str]:
+    history = ["".join(line[x].data for x in range(COLS)).rstrip() for line in screen.history.top]
+    return history + [line.rstrip() for line in screen.display]
+
+
+@pytest.mark.slow
+def test_nothing_written_to_the_terminal_is_corrupted(tmp_path):
+    rc, tty, at_prompt = _run_interactive(["run", "--out", tmp_path / "r", SCRIPTS / "terminal" / "writers.py",
+                                           "40"], tmp_path)
+    assert rc == 0, tty[-2000:]
+    assert b"steps/s" in tty, "the status line was never drawn"
+    lines = _lines(_screen(tty))
+    for i in range(0, 40, 8):
+        for expected in (f"print line {i}", f"os.write stdout line {i}", f"os.write stderr line {i}",
+                         f"child line {i}", f"open line {i} ... done"):
+            assert expected in lines, (expected, lines)
+    assert "hello bob" in lines
+    # The status text never shares a row with the script's text.
+    assert not [x for x in lines if "haiprof:" in x and ("line" in x or "name?" in x)], lines
+
+    # While the script waits at input(): the prompt intact, the cursor right after it, the status on the
+    # bottom row (drawn during the wait, not over the prompt).
+    assert at_prompt is not None, "the prompt never appeared"
+    screen = _screen(at_prompt)
+    row = screen.display[screen.cursor.y].rstrip()
+    assert row == PROMPT.decode().rstrip() and screen.cursor.x == len(PROMPT), (row, screen.cursor.x)
+    assert screen.display[ROWS - 1].startswith("haiprof: "), screen.display[ROWS - 1]
+    assert screen.cursor.y < ROWS - 1
+    redraws_while_waiting = at_prompt.split(PROMPT)[-1].count(b"\x1b8")
+    assert redraws_while_waiting >= 2, at_prompt.split(PROMPT)[-1]
+
+    # At the end the row is given back: no scroll region left, no status text on the screen.
+    end = _screen(tty)
+    assert end.margins is None or (end.margins.top, end.margins.bottom) == (0, ROWS - 1)
+    assert not [x for x in end.display if x.startswith("haiprof: ") and "steps" in x and "·" in x]
+    assert any(x.startswith("haiprof: report: ") or "report: " in x for x in lines), lines[-10:]
+
+
+def test_a_resized_terminal_gets_its_rows_back(tmp_path):
+    """Terminals reset the scroll region on resize: the status steps aside for the rest of the run."""
+    master, slave = pty.openpty()
+    fcntl.ioctl(slave, termios.TIOCSWINSZ, struct.pack("HHHH", ROWS, COLS, 0, 0))
+    env = dict(os.environ, HAIPROF_PROGRESS="1", TERM="xterm")
+    proc = subprocess.Popen([*HAIPROF, "run", "--out", str(tmp_path / "r"), str(SCRIPTS / "exits.py"), "loop", "60"],
+                            stdin=subprocess.DEVNULL, stdout=slave, stderr=slave, env=env, cwd=tmp_path)
+    got, resized = b"", None
+    deadline = time.monotonic() + 120
+    while time.monotonic() < deadline:
+        if resized is None and b"steps/s" in got:
+            fcntl.ioctl(slave, termios.TIOCSWINSZ, struct.pack("HHHH", ROWS + 6, COLS, 0, 0))
+            resized = len(got)
+        r, _, _ = select.select([master], [], [], 0.1)
+        if r:
+            try:
+                chunk = os.read(master, 65536)
+            except OSError:
+                break
+            got += chunk
+        elif proc.poll() is not None:
+            break
+    os.close(slave)
+    os.close(master)
+    assert proc.wait(timeout=30) == 0
+    assert resized is not None, got[-2000:]
+    after = got[resized:]
+    # At most one frame already on its way when the size changed; then the region is reset and nothing drawn.
+    assert after.count(b"steps/s") <= 1, after
+    assert b"\x1b[r" in after
+    assert b"steps/s" not in after.split(b"\x1b[r", 1)[1]
