@@ -45,8 +45,8 @@ RESOLVE_EVERY_STEPS = 64
 
 
 class StepLimitReached(SystemExit):
-    """Raised from the optimizer hook after `--steps N`: a clean exit (code 0) the user's `except Exception`
-    does not swallow."""
+    """Raised after `--steps N` when step N+1 begins (so step N's own iteration, its logging and eval, ran): a
+    clean exit (code 0) the user's `except Exception` does not swallow."""
 
     def __init__(self, steps: int):
         super().__init__(0)
@@ -117,6 +117,12 @@ class PhaseRecorder:
         self._mem_last = -MEM_EVERY_NS
         self._grad_enabled = lambda: True   # torch.is_grad_enabled once installed
         self.on_limit: Callable | None = None   # called at --steps N instead of unwinding the script (never returns)
+        # --steps N: set at step N's end; the stop is raised where step N+1 begins (a training forward, backward,
+        # optimizer step, or the next batch of a loader iterator made before the limit). If the script swallows
+        # it (a bare `except:`) and goes on, on_swallowed ends the run (never returns).
+        self.limit_hit_ns: int | None = None
+        self._limit_raised = False
+        self.on_swallowed: Callable | None = None
         self._fwd_phase = "forward"
 
     # -- hooks ----------------------------------------------------------------------------------------
@@ -154,8 +160,16 @@ class PhaseRecorder:
         except Exception:  # noqa: BLE001 (a broken CUDA context is the script's to report, not ours)
             pass
 
+    def _stop_at_limit(self) -> None:
+        if self._limit_raised and self.on_swallowed is not None:
+            self.on_swallowed()
+        self._limit_raised = True
+        raise StepLimitReached(self.steps)
+
     def _forward_pre(self, module, args):
         if self._depth == 0:
+            if self.limit_hit_ns is not None and module.training and self._grad_enabled():
+                self._stop_at_limit()
             # A forward under no_grad/inference_mode or in eval() mode is "eval"; the analyzers decide whether it
             # is evaluation between steps or part of training (a frozen teacher), steps.eval_blocks.
             self._fwd_phase = "forward" if self._grad_enabled() and module.training else EVAL
@@ -178,6 +192,8 @@ class PhaseRecorder:
         # raised never reached its post hook; the same optimizer stepping again starts afresh.
         if self._opt_outer is not None and self._opt_outer is not optimizer:
             return
+        if self.limit_hit_ns is not None:
+            self._stop_at_limit()
         self._opt_outer = optimizer
         self._opt_start = self._clock()
         self._opt_event = self._gpu_begin()
@@ -202,7 +218,8 @@ class PhaseRecorder:
         if self.max_steps is not None and self.steps >= self.max_steps:
             if self.on_limit is not None:   # a diagnosis pass: ends here, the script's cleanup not run
                 self.on_limit()
-            raise StepLimitReached(self.steps)
+            if self.limit_hit_ns is None:
+                self.limit_hit_ns = now
 
     def _memory_mark(self, now: int) -> None:
         """["@mem", t, t, allocated, peak allocated, reserved, peak reserved]: the caching allocator's host-side
@@ -222,12 +239,14 @@ class PhaseRecorder:
         clock, append = self._clock, self._append
         gpu_begin, gpu_end = self._gpu_begin, self._gpu_end
         host_only = phase == "dataloader"  # waiting for a batch is host time by definition
+        stops = phase in ("dataloader", "backward")   # where step N+1 can begin after --steps N
+        recorder = self
 
         busy_clock = self._busy_clock
 
         def note_loader(it, t: int) -> None:
             try:
-                setattr(it, _NOTED, True)
+                setattr(it, _NOTED, t)   # when it was first used: the --steps stop knows the training loader
                 append((LOADER_MARK, t, t, int(getattr(it, "_num_workers", 0) or 0),
                         bool(getattr(it, "_pin_memory", False))))
             except Exception:
@@ -235,6 +254,9 @@ class PhaseRecorder:
 
         @functools.wraps(fn)
         def wrapper(*args, **kwargs):
+            if stops and recorder.limit_hit_ns is not None and (
+                    not host_only or (args and 0 < getattr(args[0], _NOTED, 0) < recorder.limit_hit_ns)):
+                recorder._stop_at_limit()
             start = clock()
             if host_only and args and not getattr(args[0], _NOTED, False):
                 note_loader(args[0], start)   # first batch of this iterator only

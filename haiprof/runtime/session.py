@@ -239,11 +239,16 @@ def profile_target(run_dir: RunDir, opts: RunOptions, on_exit: Callable, fix_pla
     outcome = None
     owner_pid = os.getpid()
     term = _SigtermDeferred()
-    if opts.steps and os.environ.get(fixrun.DIAGNOSIS_ENV) == "1" and os.getpid() == owner_pid:
-        def stop_here() -> None:
-            """--fix auto's diagnosis pass: at its last step the data is written and the process ends, without
-            unwinding the script, so its finally blocks and atexit handlers (a final checkpoint, a log line)
-            never run for a pass the user did not ask for."""
+    if opts.steps:
+        def stop_here(swallowed: bool = False) -> None:
+            """The data is written and the process ends, without unwinding the script: at --fix auto's
+            diagnosis pass's last step (its finally blocks and atexit handlers, a final checkpoint or a log line,
+            never run for a pass the user did not ask for), or when the script swallowed the --steps stop."""
+            if os.getpid() != owner_pid:
+                return
+            if swallowed:
+                _say(f"haiprof: --steps {opts.steps}: the script caught the stop (a bare except:?) and went on; "
+                     f"the run is written and the process ends here (exit 0, the script's finally blocks not run)")
             outcome_ = launcher.Outcome(0, "step-limit")
             ddp.uninstall()
             recorder.uninstall()
@@ -261,7 +266,9 @@ def profile_target(run_dir: RunDir, opts: RunOptions, on_exit: Callable, fix_pla
                 except (AttributeError, OSError, ValueError):
                     pass
             os._exit(0)
-        recorder.on_limit = stop_here
+        if os.environ.get(fixrun.DIAGNOSIS_ENV) == "1":
+            recorder.on_limit = stop_here
+        recorder.on_swallowed = lambda: stop_here(swallowed=True)
     try:
         outcome = launcher.run(opts.script, opts.args, opts.module, step_limit_exc=StepLimitReached,
                                sigterm_after=term if term.original == signal.SIG_DFL else None)
