@@ -102,12 +102,13 @@ def device_steps(records) -> list[DeviceStep]:
     step_marks = sorted(t for name, t in marks if name == STEP_MARK)
     gpu_marks = sorted(t for name, t in marks if name == GPU_STEP_MARK)
     ends = gpu_marks if gpu_marks and len(gpu_marks) == len(step_marks) else _aligned_ends(host, gpu, step_marks)
+    ends = _never_earlier(ends)
     windows = trace_windows(marks)
     blocks = eval_blocks(records, step_marks)   # evaluation between steps is no step's time
     out = []
     for k in range(1, len(step_marks)):
         a, b = ends[k - 1], ends[k]
-        if a is None or b is None or b <= a:
+        if a is None or b is None:
             continue
         a = clip_eval(a, b, blocks)
         busy, idle = partition(gpu, host, a, b)
@@ -115,6 +116,18 @@ def device_steps(records) -> list[DeviceStep]:
         traced = any(step_marks[k] > wb and step_marks[k - 1] < we for wb, we in windows)
         out.append(DeviceStep(k, a, b, busy, idle, traced))
     return out + _unresolved_tail(out, ends, step_marks, host, gpu)
+
+
+def _never_earlier(ends: list) -> list:
+    """A step ends on the device no earlier than the one before it (spans on several streams can close out of
+    order): the steps then tile the device timeline, none negative."""
+    out, last = [], None
+    for e in ends:
+        if e is not None and last is not None and e < last:
+            e = last
+        out.append(e)
+        last = e if e is not None else last
+    return out
 
 
 def _unresolved_tail(steps: list[DeviceStep], ends: list, step_marks: list, host: list, gpu: list) -> list:
@@ -135,7 +148,8 @@ def _unresolved_tail(steps: list[DeviceStep], ends: list, step_marks: list, host
     for k in range(known[-1] + 1, len(step_marks)):
         mark = step_marks[k]
         mine = [iv for iv in gpu if a <= iv[1] < mark]     # enqueued before the host finished this step
-        lower = max([mark] + [e for _, _, e in mine])
+        # the device is still on the previous step when the host marks this one (it runs ahead by the queue)
+        lower = max([a, mark] + [e for _, _, e in mine])
         busy, idle = partition(gpu, host, a, lower)
         unrecorded = max(0, usual - sum(busy.values()))
         busy["unrecorded"] = unrecorded     # device work assumed, not seen: no phase of its own in the shares
