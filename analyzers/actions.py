@@ -3,14 +3,15 @@ expect (an upper bound from the run's own shares: the time the fix can remove at
 run's own numbers. Pure: a summary dict in, a list out; the report and the console show the first one on top.
 
 Upper bounds, not promises: removing a wait can at best give back the wait (io, launch, communication); mixed
-precision at best halves fp32 matmul/conv time on tensor-core GPUs (COMPUTE_AMP_GAIN of the compute share).
+precision at best halves fp32 matmul/conv time on tensor-core GPUs: the same thresholds.REMOVABLE the verdict ranks
+classes by, so the first action is always the verdict's fix.
 """
 from __future__ import annotations
 
 from . import thresholds as T
 
-COMPUTE_AMP_GAIN = 0.5
-COMM_GAIN = 0.5          # compression / larger buckets hide or shrink at most about half of exposed collectives
+COMPUTE_AMP_GAIN = T.REMOVABLE["compute"]
+COMM_GAIN = T.REMOVABLE["communication"]
 PAGEABLE_NOTABLE = 0.05  # pageable host-to-device copies above this share of GPU time: say "pin memory"
 
 
@@ -34,7 +35,7 @@ def _io(f: dict, s: dict) -> dict:
         if ev.get("h2d_share"):
             waits.append(f"{_pct(ev['h2d_share'])} copied batches to the device")
     title = "Load batches in DataLoader workers, ahead of the training loop"
-    if pageable >= PAGEABLE_NOTABLE:
+    if pageable >= PAGEABLE_NOTABLE and not (s.get("script_uses") or {}).get("pin_memory"):
         bw = next((c.get("gb_per_s") for c in gpu.get("copies", []) if c["kind"] == "HtoD pageable"), None)
         waits.append(f"pageable host-to-device copies take {_pct(pageable)} of GPU time"
                      + (f" at {bw:.1f} GB/s" if bw else ""))
@@ -42,7 +43,7 @@ def _io(f: dict, s: dict) -> dict:
     reason = "; ".join(waits)
     if f.get("recommendation"):   # a sentence of its own: the input split's advice (workers, storage)
         reason += ". " + f["recommendation"].rstrip(".")
-    return {"title": title, "reason": reason, "gain_share": f.get("share", 0.0)}
+    return {"title": title, "reason": reason, "gain_share": T.REMOVABLE["io"] * f.get("share", 0.0)}
 
 
 def _compute(f: dict, s: dict) -> dict:
@@ -59,7 +60,7 @@ def _launch(f: dict, s: dict) -> dict:
     title = {"fused-optim": "Use the fused optimizer (fewer, larger kernels per step)",
              "compile": "Compile the model (torch.compile) to fuse many small kernels",
              "cuda-graphs": "Capture the step in a CUDA graph"}.get(fix, "Reduce per-kernel launch overhead")
-    return {"title": title, "reason": f["message"].split(" (")[0], "gain_share": f.get("share", 0.0)}
+    return {"title": title, "reason": f["message"].split(" (")[0], "gain_share": T.REMOVABLE["launch"] * f.get("share", 0.0)}
 
 
 def _comm(f: dict, s: dict) -> dict:
@@ -75,8 +76,25 @@ def _memory(f: dict, s: dict) -> dict:
 BUILDERS = {"io": _io, "compute": _compute, "launch": _launch, "communication": _comm, "memory": _memory}
 
 
+def left_out(summary: dict) -> dict:
+    """Fixes never to recommend for this run, each with why: what the script already does (seen in its first
+    steps: autocast or half-precision weights, a compiled module, a fused/foreach optimizer) and the fixes this
+    run applied, with what they were measured to do."""
+    out = {fix: f"the script already does it: {how}" for fix, how in (summary.get("script_uses") or {}).items()
+           if fix in ("amp", "compile", "fused-optim", "cuda-graphs", "prefetch")}
+    fixes = summary.get("fixes") or {}
+    gain = fixes.get("gain") or {}
+    for r in fixes.get("results") or []:
+        if r.get("status") == "applied":
+            measured = gain.get("speedup")
+            out[r["id"]] = ("applied in this run" + (f": measured {measured:.2f}x on the steady step"
+                                                     if isinstance(measured, (int, float)) else ""))
+    return out
+
+
 def rank(summary: dict) -> list[dict]:
-    """[{fix, title, reason, gain_share, gain_s, kind}] best first; each fix id appears once."""
+    """[{fix, title, reason, gain_share, gain_s, kind}] best first; each fix id appears once; none of left_out."""
+    skip = left_out(summary)
     step = (summary.get("step_time_s") or {}).get("steady") or (summary.get("step_time_s") or {}).get("median")
     if summary.get("steps_measured", summary.get("steps", 0)) < T.MIN_STEPS:
         return []    # too few measured steps: nothing to act on
@@ -85,12 +103,17 @@ def rank(summary: dict) -> list[dict]:
         build = BUILDERS.get(f.get("kind"))
         if build is None or f.get("severity") == "info" or not f.get("fixes"):
             continue
-        a = build(f, summary)
-        fix = f["fixes"][0] if f.get("kind") != "launch" else (f.get("fixes") or [None])[0]
-        if fix in seen:
+        fixes = [x for x in f["fixes"] if x not in skip]
+        if not fixes or fixes[0] in seen:
             continue
+        a = build(f, summary)
+        if f["kind"] == "launch" and fixes[0] != f["fixes"][0]:   # the title follows the fix it recommends
+            a = build({**f, "fixes": fixes}, summary)
+        if f["kind"] == "compute" and fixes[0] != "amp":
+            a["title"] = "Compile the model (torch.compile): fuse elementwise work around the matmuls"
+        fix = fixes[0]
         seen.add(fix)
-        a.update(fix=fix, kind=f["kind"], other_fixes=[x for x in f["fixes"] if x != fix],
+        a.update(fix=fix, kind=f["kind"], other_fixes=fixes[1:],
                  gain_s=a["gain_share"] * step if step else None)
         out.append(a)
     return sorted(out, key=lambda a: a["gain_share"], reverse=True)

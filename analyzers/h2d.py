@@ -9,6 +9,8 @@ The fix for both is `prefetch`: pinned memory and non-blocking copies on a side 
 """
 from __future__ import annotations
 
+from . import thresholds as T
+
 
 def _kinds(ev: dict) -> tuple[str | None, str | None]:
     args = ev.get("args") or {}
@@ -54,15 +56,26 @@ def loader_pin_memory(records) -> bool | None:
     return None if not flags else all(flags)
 
 
-def pageable_finding(copies: dict, loader_pin_memory: bool | None) -> dict | None:
-    """An info finding (fix: prefetch) when batches reach the GPU from pageable memory; None otherwise."""
+def pageable_finding(copies: dict, loader_pin_memory: bool | None, traced_us: float | None = None) -> dict | None:
+    """A finding (fix: prefetch) when batches reach the GPU from pageable memory; None otherwise. From a trace it
+    needs a measurable share of the traced steps' time (`traced_us`): a few empty copies are no finding."""
     from_trace = copies.get("pageable", 0) > 0
+    share = None
+    if from_trace and traced_us:
+        share = copies.get("pageable_us", 0.0) / traced_us
+        if share < T.PAGEABLE_MIN_SHARE:
+            from_trace = False
     if not from_trace and loader_pin_memory is not False:
         return None
-    size = f" ({copies['pageable_bytes'] / 2**20:.1f} MiB)" if copies.get("pageable_bytes") else ""
+    size = f" ({copies['pageable_bytes'] / 2**20:.1f} MiB" if copies.get("pageable_bytes") else " ("
+    size += f", {copies.get('pageable_us', 0.0) / 1e3:.3g} ms, {100 * share:.3g}% of the traced time)" \
+        if share is not None else ")"
+    size = "" if size == " ()" else size
     why = (f"{copies['pageable']} of {copies['copies']} host-to-device copies in the traced steps came from "
            f"pageable memory{size}" if from_trace else "the DataLoader has pin_memory=False")
-    return {"kind": "pageable-h2d", "severity": "moderate" if from_trace else "info", "share": 0.0,
+    return {"kind": "pageable-h2d", "severity": "moderate" if from_trace else "info",
+            "share": share if from_trace and share is not None else 0.0,
             "message": f"{why}: such copies are synchronous and cannot overlap compute; pinned memory and "
                        "non-blocking copies on a side stream can (--fix prefetch)",
-            "evidence": {"copies": copies, "loader_pin_memory": loader_pin_memory}, "fixes": ["prefetch"]}
+            "evidence": {"copies": copies, "loader_pin_memory": loader_pin_memory, "traced_us": traced_us,
+                         "threshold": T.PAGEABLE_MIN_SHARE}, "fixes": ["prefetch"]}

@@ -19,6 +19,11 @@ COMPUTE_DOMINANT = 0.50
 # Unattributed host time (Python between phases, logging, syncs) worth a finding.
 OTHER_MODERATE = 0.20
 
+# The verdict is the class with the most *removable* time: what its own fix can take off the step at most, as a
+# share of that class's time. Waits (io, launch) go in full. Mixed precision at best halves fp32 matmul/conv time
+# on tensor cores, and compression or larger buckets hide or shrink about half of exposed collectives.
+REMOVABLE = {"io": 1.0, "launch": 1.0, "communication": 0.5, "compute": 0.5}
+
 # Below this many steps nothing is concluded: bottleneck "none".
 MIN_STEPS = 3
 
@@ -40,6 +45,10 @@ LINK_BUSY = 0.80
 
 # Cross-NUMA allocations (numastat other_node) as a share of all allocations on the node(s).
 CROSS_NUMA_MODERATE = 0.10
+
+# Pageable host-to-device copies in a trace worth a finding: this share of the traced steps' time (a handful
+# of empty copies, microseconds in all, is no finding).
+PAGEABLE_MIN_SHARE = 0.01
 
 # Energy spent while waiting for input (dataloader + h2d) worth an info finding.
 ENERGY_WAITING_NOTE = 0.05
@@ -89,8 +98,8 @@ TRACE_SHORT_KERNEL_US = 10.0
 TRACE_KERNEL_WAIT_US = 30.0
 # -- device-first verdict on CUDA runs (analyzers/device_timeline.py) ----------------------------------------
 # On the device timeline io, compute, launch and communication are shares of one denominator (the device step
-# time), so they cannot both be large: the largest is the verdict when it fills at least this share of the step;
-# below it nothing dominates.
+# time). A class can be the verdict when it fills at least this share of the step (or is graded high); below it
+# nothing dominates.
 DEVICE_VERDICT_MIN = 0.40
 # A compute finding on the device timeline: kernels fill at least this share of the step (high from 0.8).
 DEVICE_COMPUTE_MODERATE = 0.30

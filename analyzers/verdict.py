@@ -2,9 +2,13 @@
 
 Decision (thresholds in thresholds.py):
   1. fewer than MIN_STEPS steps                         -> none ("no training steps detected" when zero)
-  2. io / communication / launch at or above its HIGH    -> the largest of them
-  3. forward + backward + optimizer >= COMPUTE_DOMINANT  -> compute
-  4. otherwise                                           -> none (nothing dominates)
+  2. the classes that can be the verdict: io / communication / launch at or above its HIGH, compute when
+     forward + backward + optimizer >= COMPUTE_DOMINANT (on the device timeline: any class graded high or
+     filling DEVICE_VERDICT_MIN of the step)
+  3. among them, the one with the most removable time (share x REMOVABLE: what its own fix can take off at
+     most) -> the verdict; its severity is at least that of every class ranked below it, and the headline gives
+     its share, its removable ms and the runner-up's
+  4. none of them                                        -> none (nothing dominates)
 """
 from __future__ import annotations
 
@@ -92,27 +96,62 @@ def phase_findings(share: dict, steps: int, median_s, steady_s=None) -> list[dic
     return findings
 
 
+BOUND_KINDS = ("io", "compute", "launch", "communication")
+_SEVERITY = {"info": 0, "low": 1, "moderate": 2, "high": 3}
+
+
+def removable(f: dict) -> float:
+    """Share of the step the finding's own fix can take off at most (0 for kinds that are no bound class)."""
+    return f.get("share", 0.0) * T.REMOVABLE.get(f.get("kind"), 0.0) if f.get("kind") in BOUND_KINDS else 0.0
+
+
+def _step_s(f: dict) -> float | None:
+    ev = f.get("evidence") or {}
+    return ev.get("steady_step_s") or ev.get("median_step_s")
+
+
+def _choose(eligible: list[dict], findings: list[dict]) -> tuple[str, str]:
+    """The eligible class with the most removable time, its severity raised to the highest of the bound classes
+    ranked below it (the order of the findings never contradicts the verdict), and the headline with both
+    figures: its share and removable ms, and the runner-up's."""
+    top = max(eligible, key=removable)
+    others = sorted((f for f in findings if f["kind"] in BOUND_KINDS and f is not top), key=removable, reverse=True)
+    for f in others:
+        if _SEVERITY.get(f.get("severity"), 0) > _SEVERITY.get(top.get("severity"), 0):
+            top["severity"] = f["severity"]
+    top["removable_share"] = removable(top)
+    step = _step_s(top)
+
+    def worth(f):
+        ms = f" = {removable(f) * step * 1e3:.1f} ms/step" if step else ""
+        return f"{_pct(removable(f))} of the step{ms}"
+
+    tail = f" Removable by its fix: at most {worth(top)}"
+    runner = next((f for f in others if removable(f) > 0), None)
+    if runner is not None:
+        tail += f"; next, {runner['kind']} ({_pct(runner.get('share', 0.0))} of the step): at most {worth(runner)}"
+    return top["kind"], f"{LABEL[top['kind']]} ({top['severity']}): {top['message']}.{tail}."
+
+
 def decide(findings: list[dict], steps: int) -> tuple[str, str]:
     """(bottleneck, headline sentence) from all findings."""
     if steps == 0:
         return "none", "No training steps detected (no optimizer step or backward pass ran)."
     if steps < T.MIN_STEPS:
         return "none", f"Too little data: only {steps} training step(s) measured (need {T.MIN_STEPS})."
-    bound = [f for f in findings if f["kind"] in ("io", "communication", "launch") and f["severity"] == "high"]
-    if bound:
-        top = max(bound, key=lambda f: f.get("share", 0.0))
-        return top["kind"], f"{LABEL[top['kind']]} (high): {top['message']}."
-    compute = [f for f in findings if f["kind"] == "compute"]
-    if compute:
-        return "compute", f"{LABEL['compute']}: {compute[0]['message']}."
+    eligible = [f for f in findings if (f["kind"] in ("io", "communication", "launch") and f["severity"] == "high")
+                or f["kind"] == "compute"]
+    if eligible:
+        return _choose(eligible, findings)
     notable = sorted(findings, key=lambda f: f.get("share", 0.0), reverse=True)
     detail = f" Largest: {notable[0]['message']}." if notable else ""
     return "none", f"{LABEL['none']}: no phase dominates the step.{detail}"
 
 
 def sort_findings(findings: list[dict]) -> list[dict]:
+    """By severity, then the bound classes by removable time (the verdict first), then by share."""
     order = {"high": 0, "moderate": 1, "low": 2, "info": 3}
-    return sorted(findings, key=lambda f: (order.get(f["severity"], 9), -f.get("share", 0.0)))
+    return sorted(findings, key=lambda f: (order.get(f["severity"], 9), -removable(f), -f.get("share", 0.0)))
 
 
 # -- CUDA runs: one denominator, the device step time (analyzers/device_timeline.py) ------------------------------
@@ -177,10 +216,9 @@ def decide_device(findings: list[dict], steps: int) -> tuple[str, str]:
     if steps < T.MIN_STEPS:
         return decide(findings, steps)
     device = [f for f in findings if f["kind"] in DEVICE_KINDS and f.get("evidence", {}).get("timeline") == "device"]
-    if device:
-        top = max(device, key=lambda f: f.get("share", 0.0))
-        if top["share"] >= T.DEVICE_VERDICT_MIN:
-            return top["kind"], f"{LABEL[top['kind']]} ({top['severity']}): {top['message']}."
+    eligible = [f for f in device if f["severity"] == "high" or f.get("share", 0.0) >= T.DEVICE_VERDICT_MIN]
+    if eligible:
+        return _choose(eligible, device)
     notable = sorted(findings, key=lambda f: f.get("share", 0.0), reverse=True)
     detail = f" Largest: {notable[0]['message']}." if notable else ""
     return "none", f"{LABEL['none']}: nothing fills {_pct(T.DEVICE_VERDICT_MIN)} of the device step.{detail}"

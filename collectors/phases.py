@@ -123,6 +123,11 @@ class PhaseRecorder:
         self.limit_hit_ns: int | None = None
         self._limit_raised = False
         self.on_swallowed: Callable | None = None
+        # What the script already does, looked at during its first steps only (the advice leaves those fixes
+        # out): mixed precision (autocast, or bf16/fp16 weights), a compiled root module, a fused or foreach
+        # optimizer. One flag check per hook afterwards.
+        self.script_uses: dict = {}
+        self._probe = True
         self._fwd_phase = "forward"
 
     # -- hooks ----------------------------------------------------------------------------------------
@@ -160,6 +165,31 @@ class PhaseRecorder:
         except Exception:  # noqa: BLE001 (a broken CUDA context is the script's to report, not ours)
             pass
 
+    def _probe_module(self, module) -> None:
+        uses = self.script_uses
+        try:
+            import torch
+            if type(module).__name__ == "OptimizedModule" or getattr(module, "_compiled_call_impl", None):
+                uses["compile"] = type(module).__name__
+            kinds = [k for k in ("cuda", "cpu") if torch.is_autocast_enabled(k)]
+            if kinds:
+                uses["amp"] = "autocast (" + ", ".join(kinds) + ")"
+            p = next(module.parameters(), None)
+            if p is not None and p.dtype in (torch.bfloat16, torch.float16):
+                uses.setdefault("amp", f"{str(p.dtype).replace('torch.', '')} weights")
+        except Exception:   # noqa: BLE001 (a hint for the advice, never a failed forward)
+            pass
+
+    def _probe_optimizer(self, optimizer) -> None:
+        try:
+            d = getattr(optimizer, "defaults", {}) or {}
+            if d.get("fused"):
+                self.script_uses["fused-optim"] = f"{type(optimizer).__name__}(fused=True)"
+            elif d.get("foreach"):
+                self.script_uses.setdefault("fused-optim", f"{type(optimizer).__name__}(foreach=True)")
+        except Exception:   # noqa: BLE001
+            pass
+
     def _stop_at_limit(self) -> None:
         if self._limit_raised and self.on_swallowed is not None:
             self.on_swallowed()
@@ -177,6 +207,8 @@ class PhaseRecorder:
             self._fwd_event = self._gpu_begin()
             if self.narrowed_to is None:
                 self._roots.add(module)
+            if self._probe:
+                self._probe_module(module)
         self._depth += 1
 
     def _forward_post(self, module, args, output):
@@ -194,6 +226,8 @@ class PhaseRecorder:
             return
         if self.limit_hit_ns is not None:
             self._stop_at_limit()
+        if self._probe:
+            self._probe_optimizer(optimizer)
         self._opt_outer = optimizer
         self._opt_start = self._clock()
         self._opt_event = self._gpu_begin()
@@ -211,6 +245,8 @@ class PhaseRecorder:
         self.steps += 1
         if self.resolve_every and self.cuda_timer is not None and self.steps % self.resolve_every == 0:
             self.drain()
+        if self.steps > NARROW_AFTER_STEPS:
+            self._probe = False
         if self.steps == NARROW_AFTER_STEPS and self._global_hooks:
             self._narrow()
         for callback in self.step_callbacks:

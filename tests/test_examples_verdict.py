@@ -28,6 +28,11 @@ def test_bundled_example_verdict(tmp_path, example, args, expected):
         assert {"kind", "severity", "message", "evidence", "fixes"} <= set(f)
     top = next(f for f in s["findings"] if f["kind"] == expected)
     assert top["severity"] in ("high", "moderate") and top["evidence"]
+    # one story: the verdict's finding leads the findings of its rank and "Do this next" starts with its fix
+    assert s["next_steps"][0]["kind"] == expected and s["next_steps"][0]["fix"] == top["fixes"][0]
+    bound = [f for f in s["findings"] if f["kind"] in ("io", "compute", "launch", "communication")]
+    assert bound[0] is not None and bound[0]["kind"] == expected, [(f["kind"], f["severity"]) for f in bound]
+    assert "Removable by its fix: at most" in s["headline"]
     assert s["headline"] in r.stderr.replace("haiprof: ", "")
 
 

@@ -115,3 +115,13 @@ def test_the_dataloader_says_whether_batches_arrive_pinned(tmp_path):
     assert loader_pin_memory(records) is False
     assert loader_pin_memory([["@loader", 1, 1, 2, True]]) is True
     assert loader_pin_memory([["@loader", 1, 1, 2]]) is None     # recorded before the flag existed
+
+
+def test_a_few_empty_pageable_copies_are_no_finding():
+    # launch_base's trace: 6 pageable copies of 0 bytes, 5.5 µs in all, over 3 steps of ~30 ms.
+    tiny = [{"ph": "X", "cat": "gpu_memcpy", "name": "Memcpy HtoD (Pageable -> Device)", "dur": 0.9,
+             "args": {"bytes": 0}}] * 6
+    assert pageable_finding(pageable_copies(tiny), None, traced_us=90_000.0) is None
+    # the same copies taking 5% of the traced time are a finding, with their share in it
+    f = pageable_finding(pageable_copies(EVENTS), None, traced_us=2410.0 / 0.05)
+    assert f["severity"] == "moderate" and f["share"] == pytest.approx(0.05) and "5% of the traced time" in f["message"]

@@ -60,3 +60,7 @@ def analyze(run_dir: RunDir, records: list, steps: list, hardware: dict | None, 
 
 def next_steps(summary: dict) -> list[dict]:
     return actions.rank(summary)
+
+
+def advice_left_out(summary: dict) -> dict:
+    return actions.left_out(summary)

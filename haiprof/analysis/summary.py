@@ -66,7 +66,9 @@ def analyze(run_dir: RunDir, extra_findings: list | None = None) -> RunData:
         share, stats["steady"], findings = device["phase_share"], device["steady_s"], device["findings"]
         findings += [f for f in trace_findings if f.get("kind") != "launch"]
         if not any(f.get("kind") == "pageable-h2d" for f in findings):   # no trace said so: the DataLoader may
-            pageable = h2d.pageable_finding((op_trace or {}).get("copies") or {}, h2d.loader_pin_memory(records))
+            traced_us = ((op_trace or {}).get("steps") or 0) * ((op_trace or {}).get("step_ms_median") or 0.0) * 1e3
+            pageable = h2d.pageable_finding((op_trace or {}).get("copies") or {}, h2d.loader_pin_memory(records),
+                                            traced_us or None)
             findings += [pageable] if pageable else []
     else:
         findings += trace_findings
@@ -120,6 +122,7 @@ def analyze(run_dir: RunDir, extra_findings: list | None = None) -> RunData:
         "utilization": utilization.summarize_system(samples.get("system", [])),
         "collectors": status,
         "command": meta.get("command"),
+        "script_uses": _script_uses(meta, records),
         **hw["summary"],
     }
     # the whole run, not its typical step: drift, periodic stalls, memory creep, slowest steps (whole_run.py)
@@ -140,6 +143,12 @@ def analyze(run_dir: RunDir, extra_findings: list | None = None) -> RunData:
     from .fix_results import add_fix_results
     add_fix_results(run_dir, meta, summary)
     # --- end fixes ---
+    summary["advice_left_out"] = gpu_analysis.advice_left_out(summary)   # already done or measured here
+    top = next((f for f in summary["findings"] if f["kind"] == bottleneck), None)
+    gone = [x for x in (top or {}).get("fixes") or [] if x in summary["advice_left_out"]]
+    if top is not None and gone and len(gone) == len(top.get("fixes") or []):
+        summary["headline"] += (" Its fixes are not recommended here: "
+                                + "; ".join(f"{x} ({summary['advice_left_out'][x]})" for x in gone) + ".")
     summary["next_steps"] = gpu_analysis.next_steps(summary)   # "do this next", ranked
     timelines = {"system": utilization.system_timelines(samples.get("system", []), origin),
                  "hardware": hw["timelines"], "origin_ns": origin}
@@ -152,6 +161,14 @@ def analyze(run_dir: RunDir, extra_findings: list | None = None) -> RunData:
 
 
 # -- op-level trace: launch analysis -----------------------------------------------------------------------------
+def _script_uses(meta: dict, records) -> dict:
+    """What the script already does (recorded in its first steps), and a pinned DataLoader."""
+    uses = dict(meta.get("script_uses") or {})
+    if h2d.loader_pin_memory(records):
+        uses["pin_memory"] = "DataLoader(pin_memory=True)"
+    return uses
+
+
 TRACE_FILES = ("trace.json.gz", "trace.json")   # compressed at the end of the run; raw if it was killed before
 
 
@@ -174,7 +191,8 @@ def launch_analysis(run_dir: RunDir) -> dict | None:
         memcpy = events[events["cat"] == "gpu_memcpy"]
         out["copies"] = h2d.pageable_copies({"name": n, "cat": "gpu_memcpy", "dur": d}
                                             for n, d in zip(memcpy["name"], memcpy["dur_us"]))
-        pageable = h2d.pageable_finding(out["copies"], None)
+        traced_us = (out.get("steps") or 0) * (out.get("step_ms_median") or 0.0) * 1e3
+        pageable = h2d.pageable_finding(out["copies"], None, traced_us or None)
         out["findings"] += [pageable] if pageable else []
     except TraceError as e:
         return {"trace": path.name, "error": str(e), "findings": []}

@@ -294,7 +294,8 @@ def profile_target(run_dir: RunDir, opts: RunOptions, on_exit: Callable, fix_pla
                     outcome = launcher.Outcome(1, "exception", error="haiprof interrupted")
                 unwritten.attempt("meta.json", lambda: run_dir.update_meta(
                     end_time=time.time(), end_monotonic_ns=time.monotonic_ns(), exit_code=outcome.exit_code,
-                    how=outcome.how, error=outcome.error, steps_limit=opts.steps))
+                    how=outcome.how, error=outcome.error, steps_limit=opts.steps,
+                    script_uses=dict(recorder.script_uses)))
                 unwritten.say()
             if term.signum is not None and outcome.reraise_signal is None:
                 outcome.reraise_signal = term.signum   # end of it after on_exit, with the status it would give

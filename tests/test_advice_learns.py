@@ -1,0 +1,44 @@
+"""Advice learns from what was measured: never recommend what the script already does (autocast, a compiled
+model, a fused/foreach optimizer), nor a fix this run applied, which shows its measurement instead."""
+import pytest
+
+from haiprof.analyzers import actions
+
+from conftest import SCRIPTS, load_summary, run_haiprof
+
+SCRIPT = SCRIPTS / "advice" / "already_tuned.py"
+DONE = {"amp", "compile", "fused-optim"}
+
+
+@pytest.mark.slow
+def test_what_the_script_already_does_is_never_advised(tmp_path):
+    r = run_haiprof("run", "--quiet", "--out", tmp_path / "tuned", SCRIPT)
+    assert r.returncode == 0, r.stderr
+    s = load_summary(tmp_path / "tuned")
+    assert DONE <= set(s["script_uses"]) and DONE <= set(s["advice_left_out"]), s["script_uses"]
+    assert not DONE & {a["fix"] for a in s["next_steps"]}, s["next_steps"]
+    html = (tmp_path / "tuned" / "report.html").read_text()
+    assert "Not recommended:" in html and "the script already does it" in html
+
+    r = run_haiprof("run", "--quiet", "--out", tmp_path / "plain", SCRIPT, "--no-amp", "--no-compile", "--no-fused")
+    assert r.returncode == 0, r.stderr
+    s = load_summary(tmp_path / "plain")
+    assert not DONE & set(s["script_uses"]) and not DONE & set(s["advice_left_out"]), s["script_uses"]
+
+
+def _summary(**extra):
+    return {"steps": 50, "steps_measured": 50, "step_time_s": {"steady": 0.1},
+            "findings": [{"kind": "io", "severity": "high", "share": 0.6, "message": "m", "evidence": {},
+                          "fixes": ["prefetch"]},
+                         {"kind": "compute", "severity": "moderate", "share": 0.4, "message": "m", "evidence": {},
+                          "fixes": ["amp", "compile"]}], **extra}
+
+
+def test_a_fix_measured_in_this_run_is_shown_not_recommended():
+    assert [a["fix"] for a in actions.rank(_summary())] == ["prefetch", "amp"]
+    slower = _summary(fixes={"results": [{"id": "prefetch", "status": "applied"}], "gain": {"speedup": 0.72}})
+    assert actions.left_out(slower) == {"prefetch": "applied in this run: measured 0.72x on the steady step"}
+    assert [a["fix"] for a in actions.rank(slower)] == ["amp"]
+    uses_amp = _summary(script_uses={"amp": "autocast (cuda)"})
+    ranked = actions.rank(uses_amp)
+    assert [a["fix"] for a in ranked] == ["prefetch", "compile"] and "Compile" in ranked[1]["title"]
