@@ -84,26 +84,18 @@ def no_thread_leak():
     assert not leaked, f"haiprof threads leaked: {leaked}"
 
 
-def run_on_pty(args, timeout=120, on_pty=("stderr",)):
-    """Run `python -m haiprof ARGS` with the streams in `on_pty` on one 120-column pseudo-terminal (the other on a
-    pipe); returns (returncode, bytes seen on the terminal, bytes on the pipe or b"")."""
-    import fcntl
-    import pty
+def read_pty(master, proc, timeout, on_data=None) -> bytes:
+    """Everything the terminal's master side gets until the process and every child holding the slave side are
+    done; `on_data(bytes so far)` is called every tenth of a second (to answer a prompt, resize the terminal)."""
     import select
-    import struct
-    import termios
     import time
 
-    master, slave = pty.openpty()
-    fcntl.ioctl(slave, termios.TIOCSWINSZ, struct.pack("HHHH", 24, 120, 0, 0))
-    streams = {name: (slave if name in on_pty else subprocess.PIPE) for name in ("stdout", "stderr")}
-    env = dict(os.environ, HAIPROF_PROGRESS="1", TERM="xterm")
-    proc = subprocess.Popen([*HAIPROF, *map(str, args)], stdin=subprocess.DEVNULL, env=env, **streams)
-    os.close(slave)
     got = b""
     deadline = time.monotonic() + timeout
     while time.monotonic() < deadline:
-        r, _, _ = select.select([master], [], [], 0.2)
+        if on_data is not None:
+            on_data(got)
+        r, _, _ = select.select([master], [], [], 0.1)
         if r:
             try:
                 chunk = os.read(master, 65536)
@@ -114,6 +106,24 @@ def run_on_pty(args, timeout=120, on_pty=("stderr",)):
             got += chunk
         elif proc.poll() is not None:
             break
+    return got
+
+
+def run_on_pty(args, timeout=120, on_pty=("stderr",)):
+    """Run `python -m haiprof ARGS` with the streams in `on_pty` on one 120-column pseudo-terminal (the other on a
+    pipe); returns (returncode, bytes seen on the terminal, bytes on the pipe or b"")."""
+    import fcntl
+    import pty
+    import struct
+    import termios
+
+    master, slave = pty.openpty()
+    fcntl.ioctl(slave, termios.TIOCSWINSZ, struct.pack("HHHH", 24, 120, 0, 0))
+    streams = {name: (slave if name in on_pty else subprocess.PIPE) for name in ("stdout", "stderr")}
+    env = dict(os.environ, HAIPROF_PROGRESS="1", TERM="xterm")
+    proc = subprocess.Popen([*HAIPROF, *map(str, args)], stdin=subprocess.DEVNULL, env=env, **streams)
+    os.close(slave)
+    got = read_pty(master, proc, timeout)
     os.close(master)
     pipe = proc.stdout if "stdout" not in on_pty else proc.stderr if "stderr" not in on_pty else None
     piped = pipe.read() if pipe is not None else b""

@@ -5,7 +5,6 @@ VT100 emulator, from the exact bytes haiprof and the script wrote."""
 import fcntl
 import os
 import pty
-import select
 import struct
 import subprocess
 import termios
@@ -13,7 +12,7 @@ import time
 
 import pytest
 
-from conftest import HAIPROF, SCRIPTS
+from conftest import HAIPROF, SCRIPTS, read_pty
 
 pyte = pytest.importorskip("pyte", reason="pyte comes with the test extra")
 
@@ -30,25 +29,17 @@ def _run_interactive(args, tmp_path, wait_at_prompt_s=1.6, timeout=120):
     proc = subprocess.Popen([*HAIPROF, *map(str, args)], stdin=slave, stdout=slave, stderr=slave, env=env,
                             cwd=tmp_path, start_new_session=True)
     os.close(slave)
-    got, at_prompt, prompt_seen = b"", None, None
-    deadline = time.monotonic() + timeout
-    while time.monotonic() < deadline:
-        if prompt_seen is None and PROMPT in got:
-            prompt_seen = time.monotonic()
-        if at_prompt is None and prompt_seen and time.monotonic() - prompt_seen > wait_at_prompt_s:
-            at_prompt = got
+    state = {"at_prompt": None, "seen": None}
+
+    def answer(got):
+        if state["seen"] is None and PROMPT in got:
+            state["seen"] = time.monotonic()
+        if state["at_prompt"] is None and state["seen"] and time.monotonic() - state["seen"] > wait_at_prompt_s:
+            state["at_prompt"] = got
             os.write(master, b"bob\n")
-        r, _, _ = select.select([master], [], [], 0.1)
-        if r:
-            try:
-                chunk = os.read(master, 65536)
-            except OSError:
-                break
-            if not chunk:
-                break
-            got += chunk
-        elif proc.poll() is not None:
-            break
+
+    got = read_pty(master, proc, timeout, answer)
+    at_prompt = state["at_prompt"]
     os.close(master)
     proc.wait(timeout=30)
     return proc.returncode, got, at_prompt
@@ -106,21 +97,15 @@ def test_a_resized_terminal_gets_its_rows_back(tmp_path):
     env = dict(os.environ, HAIPROF_PROGRESS="1", TERM="xterm")
     proc = subprocess.Popen([*HAIPROF, "run", "--out", str(tmp_path / "r"), str(SCRIPTS / "exits.py"), "loop", "60"],
                             stdin=subprocess.DEVNULL, stdout=slave, stderr=slave, env=env, cwd=tmp_path)
-    got, resized = b"", None
-    deadline = time.monotonic() + 120
-    while time.monotonic() < deadline:
-        if resized is None and b"steps/s" in got:
+    state = {"resized": None}
+
+    def resize(got):
+        if state["resized"] is None and b"steps/s" in got:
             fcntl.ioctl(slave, termios.TIOCSWINSZ, struct.pack("HHHH", ROWS + 6, COLS, 0, 0))
-            resized = len(got)
-        r, _, _ = select.select([master], [], [], 0.1)
-        if r:
-            try:
-                chunk = os.read(master, 65536)
-            except OSError:
-                break
-            got += chunk
-        elif proc.poll() is not None:
-            break
+            state["resized"] = len(got)
+
+    got = read_pty(master, proc, 120, resize)
+    resized = state["resized"]
     os.close(slave)
     os.close(master)
     assert proc.wait(timeout=30) == 0
