@@ -51,6 +51,10 @@ def _compute(f: dict, s: dict) -> dict:
     reason = f"the GPU computes {_pct(f.get('share', 0))} of the step"
     if top:
         reason += f"; the top kernel, {top[0]['name']}, takes {_pct(top[0]['share'])} of GPU time"
+    tc = (s.get("gpu") or {}).get("tensor_core_share")
+    if tc is not None:
+        reason += (f"; tensor cores run {_pct(tc)} of kernel time (by kernel name)"
+                   + ("; fp32 math on the CUDA cores is what mixed precision moves to them" if tc < 0.5 else ""))
     return {"title": "Run matmuls and convolutions in bf16/fp16 (mixed precision)", "reason": reason,
             "gain_share": COMPUTE_AMP_GAIN * f.get("share", 0.0)}
 

@@ -47,6 +47,9 @@ def short_name(name: str, limit: int = 80) -> str:
             out.append(ch)
     s = "".join(out).split("(")[0].strip() or name
     s = (s.rsplit("::", 1)[-1] if "::" in s else s) or name
+    if s in ("Kernel", "Kernel2", "device_kernel"):   # CUTLASS's generic launchers: the template names the kernel
+        m = re.search(r"<\s*([\w:]+)", name)
+        s = m.group(1).rsplit("::", 1)[-1] if m else s
     return s if len(s) <= limit else s[:limit - 1] + "…"
 
 
@@ -62,10 +65,63 @@ def copy_kind(name: str) -> str:
     return f"{direction} {host.lower()}".strip()
 
 
+# Tensor cores, read from the kernel's name (cuBLAS/cuDNN/CUTLASS name their math: `ffma`/`simt` kernels run on
+# the CUDA cores, `tf32`, `bf16`, `f16`, `hmma`, `16816`... on tensor cores). A naming rule, not a counter: an
+# fp32 matmul without TF32 (`sm80_xmma_gemm_f32f32_..._ffma`) is exactly what mixed precision moves.
+_CUDA_CORES = re.compile(r"ffma|simt", re.I)
+_TENSOR_CORES = re.compile(r"tf32|bf16|f16|fp16|hmma|imma|wgmma|gmma|tensorop|16816|1688|884|flash_fwd|flash_bwd|"
+                           r"fmha|nvjet", re.I)
+LAUNCH_CATS = ("cuda_runtime", "cuda_driver", "Runtime", "Driver")
+MAX_WALK = 64   # ops looked at backwards from a launch to find the one that encloses it
+
+
+def uses_tensor_cores(name: str) -> bool:
+    return not _CUDA_CORES.search(name) and bool(_TENSOR_CORES.search(name))
+
+
+def launching_ops(events) -> dict:
+    """correlation id -> name of the innermost CPU op around the runtime call that launched it (same thread)."""
+    import bisect
+    ops: dict = {}
+    launches = []
+    for e in events:
+        if e.get("ph") != "X":
+            continue
+        cat = e.get("cat")
+        if cat == "cpu_op":
+            ts = float(e.get("ts") or 0.0)
+            ops.setdefault((e.get("pid"), e.get("tid")), []).append((ts, ts + float(e.get("dur") or 0.0),
+                                                                     str(e.get("name", ""))))
+        elif cat in LAUNCH_CATS:
+            corr = (e.get("args") or {}).get("correlation")
+            if corr is not None:
+                launches.append((e.get("pid"), e.get("tid"), float(e.get("ts") or 0.0), corr))
+    starts = {}
+    for key, lst in ops.items():
+        lst.sort()
+        starts[key] = [x[0] for x in lst]
+    out = {}
+    for pid, tid, ts, corr in launches:
+        lst = ops.get((pid, tid))
+        if not lst:
+            continue
+        i = bisect.bisect_right(starts[(pid, tid)], ts) - 1
+        for j in range(i, max(-1, i - MAX_WALK), -1):   # the latest op started before the launch that still runs
+            if lst[j][1] >= ts:
+                out[corr] = lst[j][2]
+                break
+    return out
+
+
 def summarize(events, steps: int | None = None) -> dict | None:
-    """events: dicts with name, cat, dur (µs) and args.bytes for copies. None when the trace has no device events."""
+    """events: dicts with name, cat, dur (µs) and args.bytes for copies. None when the trace has no device events.
+    Kernels are grouped by their short name (template instances of one kernel are one row), each with the CPU op
+    that launched most of them and whether it runs on tensor cores."""
+    events = list(events)
+    by_corr = launching_ops(events)
     kernels: dict = {}
     copies: dict = {}
+    tc_us = 0.0
     for e in events:
         cat = e.get("cat")
         if e.get("ph") != "X" or cat not in DEVICE_CATS:
@@ -73,27 +129,42 @@ def summarize(events, steps: int | None = None) -> dict | None:
         dur = float(e.get("dur") or 0.0)
         name = str(e.get("name", ""))
         if cat in ("kernel", "Kernel"):
-            k = kernels.setdefault(name, [0, 0.0])
-            k[0] += 1
-            k[1] += dur
+            k = kernels.setdefault(short_name(name), {"count": 0, "us": 0.0, "names": {}, "ops": {}, "tc_us": 0.0})
+            k["count"] += 1
+            k["us"] += dur
+            k["names"][name] = k["names"].get(name, 0.0) + dur
+            op = by_corr.get((e.get("args") or {}).get("correlation"))
+            if op is not None:
+                k["ops"][op] = k["ops"].get(op, 0) + 1
+            if uses_tensor_cores(name):
+                k["tc_us"] += dur
+                tc_us += dur
         else:
             c = copies.setdefault(copy_kind(name), [0, 0.0, 0])
             c[0] += 1
             c[1] += dur
             c[2] += int((e.get("args") or {}).get("bytes") or 0)
-    kernel_us = sum(v[1] for v in kernels.values())
+    kernel_us = sum(v["us"] for v in kernels.values())
     copy_us = sum(v[1] for v in copies.values())
     device_us = kernel_us + copy_us
     if device_us <= 0:
         return None
     per = steps if steps else None
-    top = sorted(kernels.items(), key=lambda kv: kv[1][1], reverse=True)[:TOP_KERNELS]
+    top = sorted(kernels.items(), key=lambda kv: kv[1]["us"], reverse=True)[:TOP_KERNELS]
+
+    def row(short: str, k: dict) -> dict:
+        full = max(k["names"], key=k["names"].get)
+        op = max(k["ops"], key=k["ops"].get) if k["ops"] else None
+        return {"name": short, "full_name": full[:400], "variants": len(k["names"]), "count": k["count"],
+                "total_us": k["us"], "share": k["us"] / device_us, "mean_us": k["us"] / k["count"],
+                "tensor_cores": k["tc_us"] >= 0.5 * k["us"], "launched_by": op,
+                "launched_by_count": k["ops"].get(op, 0) if op else 0}
     return {
         "steps": per,
         "device_us": device_us, "kernel_us": kernel_us, "copy_us": copy_us,
-        "kernel_count": sum(v[0] for v in kernels.values()), "distinct_kernels": len(kernels),
-        "top_kernels": [{"name": short_name(n), "full_name": n[:400], "count": c, "total_us": us,
-                         "share": us / device_us, "mean_us": us / c} for n, (c, us) in top],
+        "kernel_count": sum(v["count"] for v in kernels.values()), "distinct_kernels": len(kernels),
+        "tensor_core_share": tc_us / kernel_us if kernel_us > 0 else None,   # of kernel time, by kernel name
+        "top_kernels": [row(n, k) for n, k in top],
         "copies": [{"kind": k, "count": c, "total_us": us, "bytes": b, "share": us / device_us,
                     "gb_per_s": (b / (us * 1e-6) / 1e9) if us > 0 and b else None}
                    for k, (c, us, b) in sorted(copies.items(), key=lambda kv: kv[1][1], reverse=True)],

@@ -73,3 +73,30 @@ def test_actions_rank_by_expected_gain_and_name_pinned_memory():
     assert "pin_memory" in acts[0]["title"] and "pageable" in acts[0]["reason"] and "9.2 GB/s" in acts[0]["reason"]
     assert abs(acts[0]["gain_s"] - 0.024) < 1e-9
     assert actions.rank({"bottleneck": "none", "steps": 1, "findings": summary["findings"]}) == []
+
+
+def test_one_row_per_kernel_with_its_launching_op_and_tensor_cores():
+    def k(name, dur, corr):
+        return {"ph": "X", "cat": "kernel", "name": name, "dur": dur, "ts": 100, "args": {"correlation": corr}}
+
+    def launch(ts, corr):
+        return {"ph": "X", "cat": "cuda_runtime", "name": "cudaLaunchKernel", "ts": ts, "dur": 2, "pid": 1, "tid": 7,
+                "args": {"correlation": corr}}
+    ops = [{"ph": "X", "cat": "cpu_op", "name": "aten::linear", "ts": 0, "dur": 100, "pid": 1, "tid": 7},
+           {"ph": "X", "cat": "cpu_op", "name": "aten::addmm", "ts": 10, "dur": 30, "pid": 1, "tid": 7},
+           {"ph": "X", "cat": "cpu_op", "name": "aten::relu", "ts": 50, "dur": 20, "pid": 1, "tid": 7}]
+    events = ops + [launch(20, 1), launch(60, 2), launch(62, 3), launch(90, 4),
+                    k("ampere_bf16_s16816gemm_bf16_128x128_ldg8_f2f_tn", 80.0, 1),
+                    k("void at::native::vectorized_elementwise_kernel<4, A>(int, A)", 5.0, 2),
+                    k("void at::native::vectorized_elementwise_kernel<4, B>(int, B)", 5.0, 3),
+                    k("sm80_xmma_gemm_f32f32_f32f32_f32_nn_n_tilesize256x128x8_ffma_execute_kernel", 10.0, 4)]
+    g = G.summarize(events, steps=1)
+    rows = {r["name"]: r for r in g["top_kernels"]}
+    ew = rows["vectorized_elementwise_kernel"]
+    assert (ew["count"], ew["variants"], ew["launched_by"]) == (2, 2, "aten::relu")   # one row, innermost op
+    gemm = rows["ampere_bf16_s16816gemm_bf16_128x128_ldg8_f2f_tn"]
+    assert gemm["launched_by"] == "aten::addmm" and gemm["tensor_cores"]
+    assert not rows["sm80_xmma_gemm_f32f32_f32f32_f32_nn_n_tilesize256x128x8_ffma_execute_kernel"]["tensor_cores"]
+    assert rows["sm80_xmma_gemm_f32f32_f32f32_f32_nn_n_tilesize256x128x8_ffma_execute_kernel"]["launched_by"] == \
+        "aten::linear"                                   # launched outside addmm/relu: the enclosing op
+    assert abs(g["tensor_core_share"] - 0.8) < 1e-9

@@ -51,17 +51,28 @@ def _memory_chart(mem: dict, host_steps: list) -> dict:
                                             max(p["peak_reserved"] for p in per) * 1.2) * gib]})}
 
 
+def _sig(x: float) -> str:
+    """Three significant digits, never 0.00 for a small non-zero time."""
+    return f"{x:.3g}"
+
+
 def _kernels(g: dict) -> str:
     steps = g.get("steps")
     per = f" per traced step ({steps} steps)" if steps else ""
     rows = "".join(
-        f'<tr><td><code title="{esc(k["full_name"])}">{esc(k["name"])}</code></td><td>{k["count"]}</td>'
-        f'<td>{k["total_us"] / 1e3 / (steps or 1):.2f}</td><td>{k["mean_us"]:.1f}</td><td>{_pct(k["share"])}</td></tr>'
+        f'<tr><td><code title="{esc(k["full_name"])}">{esc(k["name"])}</code>'
+        + (f' <span class="note">({k["variants"]} variants)</span>' if k.get("variants", 1) > 1 else "")
+        + f'</td><td>{esc(k.get("launched_by") or "n/a")}</td><td>{"yes" if k.get("tensor_cores") else "no"}</td>'
+        f'<td>{k["count"]}</td><td>{_sig(k["total_us"] / 1e3 / (steps or 1))}</td><td>{_sig(k["mean_us"])}</td>'
+        f'<td>{_pct(k["share"])}</td></tr>'
         for k in g["top_kernels"])
+    tc = g.get("tensor_core_share")
+    tc_note = (f" Tensor cores (by kernel name: tf32/bf16/f16/hmma… against ffma/simt): {_pct(tc)} of kernel "
+               f"time." if tc is not None else "")
     head = (f"<h4>Top kernels by GPU time</h4><p class='note'>{g['kernel_count']} kernel launches of "
-            f"{g['distinct_kernels']} distinct kernels in the tracing window; times{esc(per)}.</p>")
-    return (head + '<table class="grid" id="top-kernels"><tr><th>kernel</th><th>launches</th><th>ms</th>'
-            f"<th>mean µs</th><th>share of GPU time</th></tr>{rows}</table>")
+            f"{g['distinct_kernels']} distinct kernels in the tracing window; times{esc(per)}.{esc(tc_note)}</p>")
+    return (head + '<table class="grid" id="top-kernels"><tr><th>kernel</th><th>launched by</th><th>tensor cores</th>'
+            f"<th>launches</th><th>ms</th><th>mean µs</th><th>share of GPU time</th></tr>{rows}</table>")
 
 
 def _gbs(x) -> str:
