@@ -124,3 +124,27 @@ def test_pageable_copies_are_named(reports):
     f = [f for f in s["findings"] if f["kind"] == "pageable-h2d"]
     assert f and f[0]["fixes"] == ["prefetch"] and "pageable" in f[0]["message"]
     assert s["launch"]["copies"]["pageable"] == s["launch"]["copies"]["copies"] > 0
+
+
+@pytest.mark.parametrize("name", [n for n in ("compute_base", "launch_base", "h2d_p") if n in NAMES])
+def test_one_meaning_of_busy(reports, name, tmp_path):
+    """Busy = kernels and copies: the headline, the GPU section, its per-step chart and the op-level kernel facts
+    give the same figure (±1 point); the gaps inside the spans are an idle cause of their own."""
+    s = reports[name]
+    dev = s["device"]
+    busy = 100 * dev["busy_share"]
+    head = re.search(r"GPU busy (\d+)%", s["headline"])
+    assert head and abs(int(head.group(1)) - busy) <= 1, s["headline"]
+    assert abs(100 * (1 - dev["busy_share"]) - 100 * sum(dev["idle_by_host"].values())) <= 1
+    per = [p for p in dev["per_step"] if not p["traced"] and not p.get("estimated_end")][-dev["steps"]:]
+    chart = 100 * sum(p["busy_s"] for p in per) / sum(p["duration_s"] for p in per)
+    assert abs(chart - busy) <= 1, (chart, busy)
+    d = tmp_path / name
+    shutil.copytree(RUNS / name, d)
+    assert run_haiprof("report", "--quiet", d, timeout=300).returncode == 0
+    html = (d / "report.html").read_text()
+    section = re.search(r"the GPU is busy (\d+)% \(kernels and copies\)", html)
+    facts = re.search(r"steady steps \(kernels and copies, device clock\)</td><td>(\d+)%", html)
+    assert section and facts and int(section.group(1)) == int(facts.group(1)) == int(head.group(1))
+    if name == "launch_base":   # launch-bound: most of the idle time is the host launching inside the spans
+        assert max(dev["idle_by_host"], key=dev["idle_by_host"].get) == "inside_spans"

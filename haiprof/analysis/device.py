@@ -39,14 +39,26 @@ def analyze(records, op_trace: dict | None) -> dict | None:
                        f"rest of the run; the verdict follows the steady steps",
             "evidence": {"traced_step_s": traced_s, "steady_step_s": steady_s,
                          "threshold": T.TRACE_UNREPRESENTATIVE}, "fixes": []})
+    # One meaning of busy on CUDA runs: kernels and copies (the compute spans scaled by the kernel density; copy
+    # and collective spans in full), the same figure in the headline, the GPU section, its chart and the kernel
+    # table. The gaps between kernels inside the spans are idle time with a cause of their own.
+    dens = 1.0 if density is None else density
+
+    def kernel_busy(busy: dict) -> float:
+        return sum(v * (dens if p in D.COMPUTE or p == "unrecorded" else 1.0) for p, v in busy.items())
+
+    busy_share = kernel_busy(sh["busy"])
+    idle_by_host = dict(sh["idle"])
+    if density is not None:
+        idle_by_host["inside_spans"] = sum(sh["busy"][p] for p in D.COMPUTE) * (1.0 - dens)
     summary = {
         "timeline": "device", "steps": len(steady), "steps_with_device_time": len(steps),
         "steady_step_s": steady_s, "traced_step_s": traced_s, "trace_unrepresentative": unrepresentative,
-        "busy_share": sh["busy_share"], "idle_share": sh["idle_share"],
-        "busy": sh["busy"], "idle_by_host": sh["idle"], "bound": sh["bound"], "launch_parts": sh["launch_parts"], "kernel_density": density,
+        "busy_share": busy_share, "idle_share": 1.0 - busy_share, "span_share": sh["busy_share"],
+        "busy": sh["busy"], "idle_by_host": idle_by_host, "bound": sh["bound"], "launch_parts": sh["launch_parts"], "kernel_density": density,
         "kernel_source": source,
         "per_step": [{"index": st.index, "start_ns": st.start_ns, "duration_s": st.duration_ns / 1e9,
-                      "busy_s": sum(st.busy.values()) / 1e9, "traced": st.traced,
+                      "busy_s": kernel_busy(st.busy) / 1e9, "traced": st.traced,
                       **({"estimated_end": True} if st.estimated else {})} for st in steps],
         "steps_estimated": sum(st.estimated for st in steps),
     }

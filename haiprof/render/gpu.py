@@ -8,7 +8,8 @@ from .escape import esc
 IDLE_LABELS = {"dataloader": "host waiting for the DataLoader", "h2d": "host in a synchronous copy",
                "forward": "host dispatching forward", "backward": "host dispatching backward",
                "optimizer": "host dispatching the optimizer", "allreduce": "host in a collective",
-               "other": "host in Python outside the training phases"}
+               "other": "host in Python outside the training phases",
+               "inside_spans": "gaps between kernels inside a phase (the host launching them)"}
 
 
 def _pct(x) -> str:
@@ -31,7 +32,7 @@ def _busy_chart(dev: dict, warmup: int, host_steps: list) -> dict:
     shapes = charts.StepAxis.shapes(xs[0], xs[-1], warmup, [p["index"] for p in per if p["traced"]]) if xs else []
     return {"data": [{"type": "bar", "name": "GPU busy", "x": xs, "y": busy, "marker": {"color": "#4c78a8"}},
                      {"type": "bar", "name": "GPU idle", "x": xs, "y": idle, "marker": {"color": "#bab0ac"}}],
-            "layout": charts._layout("GPU busy and idle per step (device clock)", "ms", barmode="stack",
+            "layout": charts._layout("GPU busy (kernels and copies) and idle per step (device clock)", "ms", barmode="stack",
                                      annotations=notes, yaxis=yaxis, shapes=shapes, xaxis={"title": {"text": "step"}})}
 
 
@@ -115,7 +116,8 @@ def section_gpu(d, figs) -> str:
         idle = dev.get("idle_by_host") or {}
         total_idle = sum(idle.values()) or 1.0
         parts.append(f"<p>On the device clock a steady step takes {dev['steady_step_s'] * 1e3:.1f} ms: the GPU is "
-                     f"busy {_pct(dev['busy_share'])} and idle {_pct(dev['idle_share'])} of it.</p>")
+                     f"busy {_pct(dev['busy_share'])} (kernels and copies) and idle {_pct(dev['idle_share'])} "
+                     f"of it.</p>")
         figs["gpu-steps"] = _busy_chart(dev, d.summary.get("warmup_steps_excluded", 0), host_steps)
         rows = "".join(f"<tr><td>{esc(IDLE_LABELS.get(k, k))}</td><td>{_pct(v)}</td><td>{_pct(v / total_idle)}</td></tr>"
                        for k, v in sorted(idle.items(), key=lambda kv: -kv[1]) if v >= 0.005)

@@ -61,7 +61,7 @@ def _top_ops_table(top: list) -> str:
             '<th>median self µs</th><th>total self ms</th><th>share of traced steps</th></tr>' + rows + "</table>")
 
 
-def _gpu_html(g: dict, figs: dict) -> str:
+def _gpu_html(g: dict, figs: dict, steady_busy: float | None = None) -> str:
     figs["kernel-hist"] = histogram_chart(g["kernel_duration_histogram"], "Kernel durations", "kernels")
     idle = g["idle_us"]
     idle_total = sum(idle.values()) or 1.0
@@ -72,7 +72,9 @@ def _gpu_html(g: dict, figs: dict) -> str:
              ("kernels shorter than their launch call", short),
              ("CPU launch time vs GPU kernel time",
               f"{g['cpu_launch_us'] / 1e3:.2f} ms vs {g['gpu_kernel_us'] / 1e3:.2f} ms"),
-             ("GPU idle (share of kernel span)", f"{100 * g['idle_share']:.1f}%"),
+             *([("GPU busy on the steady steps (kernels and copies, device clock)",
+                 f"{100 * steady_busy:.0f}%, idle {100 * (1 - steady_busy):.0f}%")] if steady_busy is not None else []),
+             ("GPU idle in the traced steps (profiler on, share of kernel span)", f"{100 * g['idle_share']:.1f}%"),
              ("idle split (HTA)", ", ".join(f"{k.replace('_', ' ')} {100 * v / idle_total:.0f}%"
                                             for k, v in idle.items())),
              ("launch delay (mean)", "n/a" if ls["mean_launch_delay"] is None
@@ -115,5 +117,5 @@ def section_ops(d, figs) -> str:
                     f"what the device did)</summary>{host}</details>")
         parts.append(host)
     if gpu:
-        parts.append(_gpu_html(gpu, figs))
+        parts.append(_gpu_html(gpu, figs, (d.summary.get("device") or {}).get("busy_share")))
     return f'<section id="ops"><h3>Op-level trace</h3>{"".join(parts)}</section>'
