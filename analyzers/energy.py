@@ -44,13 +44,33 @@ def rapl_segments(samples: list[dict]) -> list[tuple[int, int, float]]:
 
 
 def phase_intervals(records) -> list[tuple[str, int, int]]:
-    """The intervals the step breakdown uses (GPU timings replace host compute phases when present)."""
+    """The intervals energy is split by: the host phases on CPU runs; on CUDA runs the device partition (the
+    same as time's, analyzers/device_timeline.py): the GPU's spans are its busy time, and the host's phases only
+    explain the gaps between them, so a DataLoader wait the GPU computed through is no energy spent waiting."""
     from .steps import split_records
     host, gpu, _ = split_records(records)
-    if gpu:
-        gpu_phases = {p for p, _, _ in gpu}
-        return [iv for iv in host if iv[0] not in gpu_phases] + gpu
-    return host
+    if not gpu:
+        return host
+    union: list[list[int]] = []
+    for _, a, b in sorted(gpu, key=lambda iv: iv[1]):
+        if union and a <= union[-1][1]:
+            union[-1][1] = max(union[-1][1], b)
+        else:
+            union.append([a, b])
+    starts = [u[0] for u in union]
+    out = list(gpu)
+    for phase, s, e in host:   # each host interval less the device's busy time
+        cur, i = s, max(0, bisect.bisect_right(starts, s) - 1)
+        while i < len(union) and union[i][0] < e:
+            a, b = union[i]
+            if b > cur:
+                if a > cur:
+                    out.append((phase, cur, min(a, e)))
+                cur = max(cur, b)
+            i += 1
+        if cur < e:
+            out.append((phase, cur, e))
+    return out
 
 
 def integrate(steps, intervals, segments) -> list[dict]:

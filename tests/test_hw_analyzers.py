@@ -105,3 +105,22 @@ def test_split_with_workers_uses_children_cpu():
 def test_split_idle_without_reads_is_called_latency():
     out = input_split.classify(IO, _dl_records(0.05), [], {"vda": {"read_bytes_per_s_mean": 0.0}}, 4, 0.7, 0.5)
     assert out["evidence"]["input_bound"] == "storage" and "latency-bound" in out["message"]
+
+
+def test_energy_follows_the_device_partition_on_cuda_runs():
+    """A DataLoader wait the GPU computed through is no energy spent waiting: the device's spans are its busy
+    time and the host's phases only explain the gaps (the time partition's rule, applied to joules)."""
+    from haiprof.analyzers import energy
+    from haiprof.analyzers.steps import Step
+
+    ms = 1_000_000
+    # host: loads the next batch 0-60 ms while the GPU computes the last step 0-80 ms; then dispatches 60-70 ms
+    records = [("dataloader", 0, 60 * ms), ("forward", 60 * ms, 70 * ms), ("gpu:forward", 0, 80 * ms),
+               ("gpu:forward", 85 * ms, 100 * ms), ("@step", 100 * ms, 100 * ms)]
+    ivs = energy.phase_intervals(records)
+    assert ("dataloader", 0, 60 * ms) not in ivs and not [iv for iv in ivs if iv[0] == "dataloader"]
+    steps = [Step(index=0, start_ns=0, end_ns=100 * ms)]
+    per = energy.integrate(steps, ivs, [(0, 100 * ms, 100.0)])   # a flat 100 W
+    assert per[0]["phases"]["dataloader"] == 0.0
+    assert abs(per[0]["phases"]["forward"] - 9.5) < 1e-9          # 95 ms of device work at 100 W
+    assert abs(per[0]["phases"]["other"] - 0.5) < 1e-9             # the 5 ms gap: the host outside any phase
