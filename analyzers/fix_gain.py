@@ -104,7 +104,8 @@ def text_lines(gain: dict) -> list[str]:
         lines.append("WARNING: " + gain["message"])
     if gain.get("speedup"):
         lines.append(f"speedup (steady step time): {gain['speedup']:.2f}x "
-                     f"({gain['step_time_before_s'] * 1e3:.1f} -> {gain['step_time_after_s'] * 1e3:.1f} ms per step)")
+                     f"({gain['step_time_before_s'] * 1e3:.1f} -> {gain['step_time_after_s'] * 1e3:.1f} ms per step)"
+                     + (f"; noisy: {gain['noisy']}" if gain.get("noisy") else ""))
     w = _wall(gain)
     if w:
         lines.append(w)

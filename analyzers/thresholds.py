@@ -24,6 +24,11 @@ OTHER_MODERATE = 0.20
 # on tensor cores, and compression or larger buckets hide or shrink about half of exposed collectives.
 REMOVABLE = {"io": 1.0, "launch": 1.0, "communication": 0.5, "compute": 0.5}
 
+# A busy neighbour: the host's CPUs at least this busy (mean over cores) while other processes take at least this
+# share of the machine's cores: measurements are contended, said as a finding and marked noisy.
+HOST_SATURATED = 0.90
+NEIGHBOUR_CORES = 0.25
+
 # Below this many steps nothing is concluded: bottleneck "none".
 MIN_STEPS = 3
 

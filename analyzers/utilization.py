@@ -70,3 +70,26 @@ def system_timelines(samples: list[dict], t0_ns: int | None = None) -> dict:
         "mem": [("process tree RSS", t, [s.get("rss_bytes", 0) / 2**30 for s in samples])],
         "io_mib_s": io,
     }
+
+
+def neighbour_finding(samples: list[dict], saturated: float, others_min: float) -> dict | None:
+    """A busy neighbour: the host's CPUs were at least `saturated` busy (mean over cores) while processes other
+    than this run's took at least `others_min` of the machine (in cores: host busy x cores less the run's process
+    tree). Step times and speedups measured then are noisy: the run waited for CPUs it did not get."""
+    samples = [s for s in samples if isinstance(s, dict) and "t_ns" in s and s.get("cpu_cores_pct")][1:]
+    if len(samples) < 3:
+        return None
+    n_cores = len(samples[-1]["cpu_cores_pct"])
+    host = _mean([sum(s["cpu_cores_pct"]) / len(s["cpu_cores_pct"]) for s in samples]) / 100.0
+    ours = _mean([(s.get("cpu_main_pct") or 0.0) + (s.get("cpu_children_pct") or 0.0) for s in samples]) / 100.0
+    others = max(0.0, host * n_cores - ours)
+    if host < saturated or others < others_min * n_cores:
+        return None
+    return {"kind": "busy-neighbour", "severity": "moderate", "share": 0.0,
+            "message": f"a busy machine: its {n_cores} CPU cores were {100 * host:.0f}% busy while this run's "
+                       f"processes used {ours:.2f} core(s); other processes took {others:.2f} core(s). Step times, "
+                       f"the verdict and any speedup measured now are noisy: measure again on a quiet machine",
+            "evidence": {"host_cpu_busy": host, "run_cores": ours, "other_cores": others, "cores": n_cores,
+                         "samples": len(samples), "thresholds": {"saturated": saturated, "others": others_min}},
+            "fixes": []}
+

@@ -124,3 +124,19 @@ def test_energy_follows_the_device_partition_on_cuda_runs():
     assert per[0]["phases"]["dataloader"] == 0.0
     assert abs(per[0]["phases"]["forward"] - 9.5) < 1e-9          # 95 ms of device work at 100 W
     assert abs(per[0]["phases"]["other"] - 0.5) < 1e-9             # the 5 ms gap: the host outside any phase
+
+
+def _cpu_samples(host_pct, main_pct, cores=2, n=6):
+    return [{"t_ns": i * 10**9, "cpu_cores_pct": [host_pct] * cores, "cpu_main_pct": main_pct,
+             "cpu_children_pct": 0.0} for i in range(n)]
+
+
+def test_busy_neighbour_only_when_others_take_the_cpus():
+    from haiprof.analyzers import thresholds as T
+    from haiprof.analyzers.utilization import neighbour_finding
+
+    f = neighbour_finding(_cpu_samples(100.0, 50.0), T.HOST_SATURATED, T.NEIGHBOUR_CORES)
+    assert f and f["kind"] == "busy-neighbour" and abs(f["evidence"]["other_cores"] - 1.5) < 1e-9
+    assert neighbour_finding(_cpu_samples(100.0, 200.0), T.HOST_SATURATED, T.NEIGHBOUR_CORES) is None  # it is us
+    assert neighbour_finding(_cpu_samples(40.0, 10.0), T.HOST_SATURATED, T.NEIGHBOUR_CORES) is None    # not saturated
+    assert neighbour_finding(_cpu_samples(100.0, 50.0, n=2), T.HOST_SATURATED, T.NEIGHBOUR_CORES) is None  # too few

@@ -110,6 +110,9 @@ def add_fix_results(run_dir: RunDir, meta: dict, summary: dict) -> None:
     summary["comparison"] = cmp
     gain = fix_gain.fix_gain(cmp["before"], cmp["after"], applied_ids(summary["fixes"]),
                              step_durations(rd, base_summary), step_durations(run_dir, summary))
+    noisy = [name for name, x in (("this run", summary), ("the baseline", base_summary)) if x.get("noisy")]
+    if noisy:   # measured beside a busy neighbour: the ratio carries its noise
+        gain["noisy"] = f"{' and '.join(noisy)} measured on a busy machine"
     summary["fixes"]["gain"] = gain
     cmp["step_distribution"] = step_distribution(step_durations(rd, base_summary), step_durations(run_dir, summary))
     if gain["regression"]:

@@ -84,6 +84,8 @@ def analyze(run_dir: RunDir, extra_findings: list | None = None) -> RunData:
     hw = hw_analysis.analyze(records, all_steps, samples, status, meta, origin)
     findings = hw_analysis.refine_io(findings, records, all_steps, samples, hw["summary"]["hardware"], meta)
     findings += hw["findings"]
+    neighbour = utilization.neighbour_finding(samples.get("system", []), T.HOST_SATURATED, T.NEIGHBOUR_CORES)
+    findings += [neighbour] if neighbour else []
     # -- end hardware --
     gpu = gpu_analysis.analyze(run_dir, records, all_steps, hw["summary"]["hardware"], op_trace)
     findings += gpu["findings"]
@@ -92,6 +94,9 @@ def analyze(run_dir: RunDir, extra_findings: list | None = None) -> RunData:
     # conclude nothing; a trace (`haiprof analyze`) holds only its profiled steps, all of them measured
     measured = n if trace and not meta.get("steps_from_run") else min(n, len(steady) + traced_excluded)
     bottleneck, headline = decide(findings, measured)
+    if neighbour and measured >= T.MIN_STEPS:
+        headline += (f" Measured on a busy machine (other processes took {neighbour['evidence']['other_cores']:.1f} "
+                     f"of {neighbour['evidence']['cores']} cores): noisy.")
     if measured < T.MIN_STEPS:   # findings follow the verdict's minimum: shares of one or two steps judge nothing
         findings = [f for f in findings if f.get("kind") not in MIN_STEPS_KINDS]
     exit_code = meta.get("exit_code")
@@ -111,6 +116,7 @@ def analyze(run_dir: RunDir, extra_findings: list | None = None) -> RunData:
         "gpu": gpu["gpu"],                # top kernels and copies of the tracing window (CUDA runs)
         "memory": gpu["memory"],          # device memory per step (allocator counters)
         "step_time_s": stats,
+        "noisy": neighbour is not None,   # measured beside a busy neighbour (the busy-neighbour finding)
         # evaluation passes between steps (forwards without autograd): outside the steps and phase_share
         "eval_s": round(step_info.get("eval_s", 0.0), 6),
         "eval_share": round(step_info.get("eval_s", 0.0) / (step_info.get("eval_s", 0.0) + sum(
