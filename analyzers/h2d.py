@@ -61,10 +61,10 @@ def pageable_finding(copies: dict, loader_pin_memory: bool | None, traced_us: fl
     needs a measurable share of the traced steps' time (`traced_us`): a few empty copies are no finding."""
     from_trace = copies.get("pageable", 0) > 0
     share = None
-    if from_trace and traced_us:
+    if traced_us and copies.get("copies"):   # the trace measured the copies: too little of them is no finding
         share = copies.get("pageable_us", 0.0) / traced_us
         if share < T.PAGEABLE_MIN_SHARE:
-            from_trace = False
+            return None
     if not from_trace and loader_pin_memory is not False:
         return None
     size = f" ({copies['pageable_bytes'] / 2**20:.1f} MiB" if copies.get("pageable_bytes") else " ("

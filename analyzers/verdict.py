@@ -166,8 +166,8 @@ def device_findings(sh: dict, steady_s: float | None, kernel_source: str | None 
     # busy = kernels and copies, the one figure the GPU section, its chart and the kernel table also show
     busy_kc = b["compute"] + sum(v for p, v in busy.items() if p not in ("forward", "backward", "optimizer"))
     per_step = f"{_ms(steady_s)}/step on the device over {sh['steps']} steady steps, GPU busy {_pct(busy_kc)}"
-    ev = {"timeline": "device", "bound_share": dict(b), "busy_share": sh["busy_share"],
-          "idle_share": sh["idle_share"], "kernel_density": dens, "steady_step_s": steady_s, "steps": sh["steps"]}
+    ev = {"timeline": "device", "bound_share": dict(b), "busy_share": busy_kc, "idle_share": 1.0 - busy_kc,
+          "span_share": sh["busy_share"], "kernel_density": dens, "steady_step_s": steady_s, "steps": sh["steps"]}
     if kernel_source == "kernels":
         density = "device time read kernel by kernel from the trace"
     elif dens is not None:

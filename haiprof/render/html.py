@@ -6,12 +6,11 @@ adds its panel by adding a function there. Every string that came from the run g
 """
 from __future__ import annotations
 
-import json
 import re
 import time
 from pathlib import Path
 
-from . import charts, hardware, minichart
+from . import charts, evidence, hardware, minichart
 from .escape import esc
 from .escape import json_for_script as _json_for_script
 from .gpu import section_gpu      # device-first GPU view (CUDA runs)
@@ -91,10 +90,10 @@ def section_findings(d, figs):
             message = "the verdict above"
         fixes = ", ".join(f"<code>--fix {esc(fx)}</code>" for fx in f.get("fixes", []))
         fixes_html = f' <span class="note">(fixes: {fixes})</span>' if fixes else ""
-        ev = esc(json.dumps(f.get("evidence", {}), default=str, sort_keys=True))
         items.append(f'<li class="finding sev-{esc(f["severity"])}"><b>{esc(f["kind"])}</b> '
                      f'<span class="sev">{esc(f["severity"])}</span>: {esc(message)}{fixes_html}'
-                     f'<details><summary>evidence</summary><pre>{ev}</pre></details></li>')
+                     f'<details><summary>evidence</summary>{evidence.table(f.get("evidence") or {})}'
+                     f'</details></li>')
     body = "".join(items) or "<li>No findings.</li>"
     return f'<section id="findings"><h3>Findings</h3><ul>{body}</ul></section>'
 
