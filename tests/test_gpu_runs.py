@@ -158,3 +158,32 @@ def test_energy_is_split_like_time(reports):
     s = reports["compute_base"]
     waiting = s["energy"]["waiting_for_input_share"]
     assert abs(waiting - s["device"]["bound"]["io"]) <= 0.03, (waiting, s["device"]["bound"])
+
+
+def _figures(html: str) -> dict:
+    m = re.search(r'<script type="application/json" id="haiprof-figures">(.*?)</script>', html, re.S)
+    return json.loads(m.group(1))
+
+
+def test_the_step_chart_is_on_the_device_clock(tmp_path):
+    """compute_base: the host collates a batch on every step while the GPU still computes the previous one. The
+    step chart shows the device partition (busy by phase, idle by host cause), the same numbers as the shares;
+    the host's own per-step time is a separate chart, labelled host clock."""
+    if "compute_base" not in NAMES:
+        pytest.skip("compute_base not recorded")
+    d = tmp_path / "compute_base"
+    shutil.copytree(RUNS / "compute_base", d)
+    assert run_haiprof("report", "--quiet", d, timeout=300).returncode == 0
+    s, figs = load_summary(d), _figures((d / "report.html").read_text())
+    assert "device clock" in figs["steps"]["layout"]["title"]["text"]
+    assert "host clock" in figs["host-steps"]["layout"]["title"]["text"]
+    series = {t["name"]: t["y"] for t in figs["steps"]["data"]}
+    assert "dataloader" not in series          # the host's loading slice the GPU never waited for
+    per = {p["index"]: p for p in s["device"]["per_step"]}
+    xs = figs["steps"]["data"][0]["x"]
+    steady = [i for i, x in enumerate(xs) if x in per and not per[x]["traced"] and not per[x].get("estimated_end")
+              and x > s["warmup_steps_excluded"]]
+    total = sum(sum(v[i] or 0 for v in series.values()) for i in steady)
+    waited = sum(series.get("idle: host waiting for the DataLoader", [0] * len(xs))[i] for i in steady)
+    # the shares' steps also leave a slow start out: the same partition, within 3 points
+    assert abs(waited / total - s["device"]["idle_by_host"]["dataloader"]) <= 0.03

@@ -5,6 +5,7 @@ from __future__ import annotations
 from haiprof.analyzers import device_timeline as D
 from haiprof.analyzers import thresholds as T
 from haiprof.analyzers import verdict
+from haiprof.analyzers.steps import Step
 
 
 def analyze(records, op_trace: dict | None) -> dict | None:
@@ -62,4 +63,21 @@ def analyze(records, op_trace: dict | None) -> dict | None:
                       **({"estimated_end": True} if st.estimated else {})} for st in steps],
         "steps_estimated": sum(st.estimated for st in steps),
     }
-    return {"phase_share": sh["phase_share"], "steady_s": steady_s, "findings": findings, "summary": summary}
+    return {"phase_share": sh["phase_share"], "steady_s": steady_s, "findings": findings, "summary": summary,
+            "chart_steps": [_chart_step(st, dens) for st in steps]}
+
+
+def _chart_step(st: D.DeviceStep, dens: float) -> Step:
+    """A device step as the step chart draws it, on the device clock: busy by phase (kernels and copies), idle
+    by what the host was doing ("idle:<cause>"), the gaps inside the compute spans as "idle:inside_spans"."""
+    ph: dict = {}
+    for p, v in st.busy.items():
+        if p in D.COMPUTE:
+            ph[p] = v * dens
+            ph["idle:inside_spans"] = ph.get("idle:inside_spans", 0) + v * (1.0 - dens)
+        else:
+            ph["busy:estimated" if p == "unrecorded" else p] = v
+    for cause, v in st.idle.items():
+        if v:
+            ph[f"idle:{cause}"] = ph.get(f"idle:{cause}", 0) + v
+    return Step(index=st.index, start_ns=st.start_ns, end_ns=st.end_ns, phases_ns=ph, traced=st.traced)

@@ -8,6 +8,20 @@ PHASE_COLORS = {
     "dataloader": "#e45756", "h2d": "#f58518", "forward": "#4c78a8", "backward": "#72b7b2",
     "optimizer": "#54a24b", "allreduce": "#b279a2", "other": "#bab0ac",
 }
+# The device-clock step chart (CUDA runs): busy by phase in the phase colours, idle by what the host was doing
+# in light tints of the same colours, so "waiting for the DataLoader" reads as red and "idle" at once.
+IDLE_COLORS = {
+    "idle:dataloader": "#f4b6b5", "idle:h2d": "#fbcf9b", "idle:forward": "#b9cce3", "idle:backward": "#c5e3e0",
+    "idle:optimizer": "#bfe0b8", "idle:allreduce": "#e2cbdd", "idle:other": "#dedad8",
+    "idle:inside_spans": "#d9d2e9", "busy:estimated": "#9ecae9",
+}
+SERIES_NAMES = {
+    "idle:dataloader": "idle: host waiting for the DataLoader", "idle:h2d": "idle: host in a synchronous copy",
+    "idle:forward": "idle: host dispatching forward", "idle:backward": "idle: host dispatching backward",
+    "idle:optimizer": "idle: host dispatching the optimizer", "idle:allreduce": "idle: host in a collective",
+    "idle:other": "idle: host outside the phases", "idle:inside_spans": "idle: gaps between kernels in a phase",
+    "busy:estimated": "busy (estimated: events not resolved)",
+}
 MAX_BARS = 2000
 
 
@@ -23,7 +37,7 @@ def _layout(title: str, ytitle: str, **extra) -> dict:
     return layout
 
 
-def step_chart(steps, warmup: int, phases, traced=()) -> dict:
+def step_chart(steps, warmup: int, phases, traced=(), title: str = "Time per step by phase") -> dict:
     """Stacked bar per step (ms per phase); long runs are binned so the chart stays small."""
     n = len(steps)
     bin_size = max(1, -(-n // MAX_BARS))
@@ -33,9 +47,10 @@ def step_chart(steps, warmup: int, phases, traced=()) -> dict:
         xs.append(chunk[0].index)
         for p in phases:
             per_phase[p].append(sum(s.phases_ns.get(p, 0) for s in chunk) / len(chunk) / 1e6)
-    traces = [{"type": "bar", "name": p, "x": xs, "y": per_phase[p], "marker": {"color": PHASE_COLORS[p]}}
+    traces = [{"type": "bar", "name": SERIES_NAMES.get(p, p), "x": xs, "y": per_phase[p],
+               "marker": {"color": PHASE_COLORS.get(p) or IDLE_COLORS.get(p, "#888")}}
               for p in phases if any(per_phase[p])]
-    title = "Time per step by phase" + (f" (mean of {bin_size} steps per bar)" if bin_size > 1 else "")
+    title += f" (mean of {bin_size} steps per bar)" if bin_size > 1 else ""
     totals = [sum(per_phase[p][i] for p in phases) for i in range(len(xs))]
     steady = [t for x, t in zip(xs, totals) if x >= warmup and x not in set(traced)]
     yaxis, notes = clip_outliers(xs, totals, steady, "ms")

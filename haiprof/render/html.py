@@ -47,14 +47,26 @@ def section_phases(d, figs):
     if not d.steps:
         return '<section><h3>Phases</h3><p>No training steps were detected, so there is no phase breakdown.</p></section>'
     figs["share"] = charts.share_chart(s["phase_share"])
-    figs["steps"] = charts.step_chart(d.steps, s.get("warmup_steps_excluded", 0), PHASES,
-                                      traced=[st.index for st in d.steps if st.traced])
+    host_chart = ""
+    if getattr(d, "device_steps", None):   # CUDA runs: the step chart on the device clock, as the shares above
+        keys = [*PHASES, "busy:estimated", *charts.IDLE_COLORS]
+        figs["steps"] = charts.step_chart(d.device_steps, s.get("warmup_steps_excluded", 0), keys,
+                                          traced=[st.index for st in d.device_steps if st.traced],
+                                          title="Device time per step: busy by phase, idle by host cause (device clock)")
+        figs["host-steps"] = charts.step_chart(d.steps, s.get("warmup_steps_excluded", 0), PHASES,
+                                               traced=[st.index for st in d.steps if st.traced],
+                                               title="Host time per step by phase (host clock)")
+        host_chart = ("<details><summary>Host time per step (host clock: what the CPU did, not what the GPU "
+                      "waited for)</summary><div class='chart' id='fig-host-steps'></div></details>")
+    else:
+        figs["steps"] = charts.step_chart(d.steps, s.get("warmup_steps_excluded", 0), PHASES,
+                                          traced=[st.index for st in d.steps if st.traced])
     note = ""
     if s.get("warmup_steps_excluded") or s.get("traced_steps_excluded"):
         note = (f"<p class='note'>Shares exclude {s.get('warmup_steps_excluded', 0)} warm-up step(s) and "
                 f"{s.get('traced_steps_excluded', 0)} step(s) of the op-level tracing window (shaded).</p>")
     return (f'<section id="phases"><h3>Phases</h3><div class="chart" id="fig-share"></div>'
-            f'{note}<div class="chart" id="fig-steps"></div></section>')
+            f'{note}<div class="chart" id="fig-steps"></div>{host_chart}</section>')
 
 
 def section_utilization(d, figs):
