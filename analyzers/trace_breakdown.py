@@ -56,6 +56,7 @@ class DeviceEvents:
     name: np.ndarray          # object array of kernel names
     launch_ts_us: np.ndarray  # start of the host event with the same correlation id; NaN when none
     host_cutoff_us: float = np.inf   # host events from here on were left out (the last ProfilerStep)
+    launch_tid: np.ndarray | None = None   # thread of the launching host event; -1 when none
 
     def __len__(self) -> int:
         return len(self.ts_us)
@@ -106,6 +107,7 @@ def device_events(td, rank: int, filter_last_step: bool) -> DeviceEvents:
     names = np.array(cats, dtype=object)[codes] if len(codes) else np.empty(0, dtype=object)
     # launching host event: same correlation id, not itself a device event (the first such row in file order)
     launch = np.full(len(order), np.nan)
+    launch_tid = np.full(len(order), -1, dtype=np.int64)
     hosts = np.flatnonzero(host & (corr >= 0))
     if len(hosts) and len(order):
         uniq, first = np.unique(corr[hosts], return_index=True)
@@ -113,8 +115,10 @@ def device_events(td, rank: int, filter_last_step: bool) -> DeviceEvents:
         pos = np.minimum(np.searchsorted(uniq, want), len(uniq) - 1)
         hit = uniq[pos] == want
         launch[hit] = ts[hosts[first[pos[hit]]]]
+        if "tid" in cols.arrays:
+            launch_tid[hit] = cols.arrays["tid"][hosts[first[pos[hit]]]]
     return DeviceEvents(rank, ts[order], end[order], kind, stream[order], corr[order],
-                        names, launch, float(last_start))
+                        names, launch, float(last_start), launch_tid)
 
 
 def merge(ts: np.ndarray, end: np.ndarray) -> tuple[np.ndarray, np.ndarray]:

@@ -106,18 +106,36 @@ def phase_records(td, dev=None) -> tuple[list, dict]:
     if dev is not None and len(dev):
         recs += [["gpu:allreduce", ns(a), ns(b)] for a, b in exposed_device_us(dev, COMMUNICATION)]
         recs += [["gpu:h2d", ns(a), ns(b)] for a, b in exposed_device_us(dev, "MEMORY", "Memcpy HtoD")]
-        recs += _device_work(dev, recs, steps, ns)
+        recs += _device_work(dev, recs, steps, ns, _autograd_threads(ev))
         info["device_phases"] = ["allreduce", "h2d", "forward", "backward", "optimizer"]
     return recs, info
 
 
-def _device_work(dev, recs: list, steps: list, ns) -> list:
-    """The other device events as `gpu:<phase>` intervals (the phase the host was in when it launched them: the
-    latest host phase begun by then), and `@gpu-step` marks: each step ends on the device when the last work its
-    host step launched ends. The same records `haiprof run` writes, so one engine reads both."""
-    host = sorted((r[1], r[0]) for r in recs if r[0] in ("forward", "backward", "optimizer", "dataloader", "h2d"))
-    starts = np.array([t for t, _ in host], dtype=np.int64)
-    names = [p for _, p in host]
+def _autograd_threads(ev) -> set:
+    """Threads of the autograd engine: they run evaluate_function events and no ProfilerStep (not the main
+    thread, which runs backward itself on CPU)."""
+    if "tid" not in ev:
+        return set()
+    names = ev["name"].astype(str)
+    engine = set(ev["tid"][names.str.startswith(BACKWARD_PREFIX)].tolist())
+    main = set(ev["tid"][names.str.startswith(STEP_PREFIX)].tolist())
+    return engine - main
+
+
+WALK_BACK = 32   # host phases looked at backwards for the innermost one around a launch
+
+
+def _device_work(dev, recs: list, steps: list, ns, autograd_tids: set = frozenset()) -> list:
+    """The other device events as `gpu:<phase>` intervals: backward when the autograd engine's thread launched
+    them, else the phase the host was in at the launch (the innermost host phase around it; the latest begun
+    when none is), and `@gpu-step` marks: each step ends on the device when the last work its host step launched
+    ends. The same records `haiprof run` writes, so one engine reads both."""
+    host = sorted((r[1], r[0], r[2]) for r in recs if r[0] in ("forward", "backward", "optimizer", "dataloader",
+                                                                "h2d"))
+    starts = np.array([t for t, _, _ in host], dtype=np.int64)
+    names = [p for _, p, _ in host]
+    host_ends = [e for _, _, e in host]
+    tids = dev.launch_tid if dev.launch_tid is not None else np.full(len(dev), -1)
     comm, mem = KIND_CODES[COMMUNICATION], KIND_CODES["MEMORY"]
     out = []
     launch = dev.launch_ts_us
@@ -125,8 +143,13 @@ def _device_work(dev, recs: list, steps: list, ns) -> list:
         if dev.kind[i] in (comm,) or (dev.kind[i] == mem and str(dev.name[i]).startswith("Memcpy HtoD")):
             continue   # exposed collectives and host-to-device copies are recorded above
         t = launch[i] if not np.isnan(launch[i]) else dev.ts_us[i]
-        j = int(np.searchsorted(starts, ns(t), side="right")) - 1
-        phase = names[j] if j >= 0 else "forward"
+        if autograd_tids and int(tids[i]) in autograd_tids:
+            out.append(["gpu:backward", ns(dev.ts_us[i]), ns(dev.end_us[i])])
+            continue
+        tn = ns(t)
+        j = int(np.searchsorted(starts, tn, side="right")) - 1
+        k = next((k for k in range(j, max(-1, j - WALK_BACK), -1) if host_ends[k] >= tn), j)
+        phase = names[k] if k >= 0 else "forward"
         if phase in ("dataloader", "h2d"):   # work a loader or a copy call enqueued (pinning, casts) is compute
             phase = "forward"
         out.append([f"gpu:{phase}", ns(dev.ts_us[i]), ns(dev.end_us[i])])
