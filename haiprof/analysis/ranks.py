@@ -9,6 +9,7 @@ from __future__ import annotations
 import json
 import re
 
+from haiprof.analyzers import actions
 from haiprof.analyzers import distributed as D
 from haiprof.analyzers import steps as step_analysis
 from haiprof.analyzers import thresholds as T
@@ -113,6 +114,19 @@ def analyze_job(run_dir: RunDir) -> RunData:
                         "step_time_spread": D.step_spread(rows), "comm": split, "ddp": ddp, "stragglers": slow,
                         "gather": gather, "reference_rank": ref.meta.get("rank") if ref else None},
     }
+    if ref is not None:   # rank 0's (or the first present rank's) own trace window and what its script does
+        launch = ref.summary.get("launch")
+        if launch and launch.get("trace"):   # the rank's own file, linked from the job's page
+            try:
+                rel = ref.run_dir.path.relative_to(run_dir.path).as_posix()
+                launch = {**launch, "trace": f"{rel}/{launch['trace']}"}
+            except ValueError:
+                pass   # the rank's directory is elsewhere (another node): its name as it is
+        summary["launch"] = launch
+        summary["script_uses"] = ref.summary.get("script_uses") or {}
+        summary["trace_rank"] = ref.meta.get("rank")
+    summary["advice_left_out"] = actions.left_out(summary)
+    summary["next_steps"] = actions.rank(summary)   # "do this next" for the job, as for a single process
     if ref is None:
         return RunData(run_dir, meta, summary)
     return RunData(run_dir, meta, summary, ref.steps, ref.samples, ref.status, ref.timelines)

@@ -61,10 +61,11 @@ def section_phases(d, figs):
     else:
         figs["steps"] = charts.step_chart(d.steps, s.get("warmup_steps_excluded", 0), PHASES,
                                           traced=[st.index for st in d.steps if st.traced])
-    note = ""
-    if s.get("warmup_steps_excluded") or s.get("traced_steps_excluded"):
-        note = (f"<p class='note'>Shares exclude {s.get('warmup_steps_excluded', 0)} warm-up step(s) and "
-                f"{s.get('traced_steps_excluded', 0)} step(s) of the op-level tracing window (shaded).</p>")
+    # the shaded steps, counted from the steps drawn (a job's page draws its reference rank's steps)
+    traced = sum(1 for st in d.steps if st.traced)
+    left = [f"{s['warmup_steps_excluded']} warm-up step(s)"] if s.get("warmup_steps_excluded") else []
+    left += [f"{traced} step(s) of the op-level tracing window"] if traced else []
+    note = f"<p class='note'>Shares exclude {' and '.join(left)} (shaded).</p>" if left else ""
     return (f'<section id="phases"><h3>Phases</h3><div class="chart" id="fig-share"></div>'
             f'{note}<div class="chart" id="fig-steps"></div>{host_chart}</section>')
 
@@ -163,7 +164,7 @@ pre{white-space:pre-wrap;font-size:12px;background:#f6f6f6;padding:6px} code{bac
 #next{border:2px solid #4c78a8;border-radius:8px;padding:4px 14px 10px;background:#f5f8fc}#next h3{border:0;margin:6px 0}
 .next-title{font-size:18px;font-weight:600}.next-why,.next-gain,.next-cmd{margin-top:4px}.next-gain{color:#2a7a2a;font-weight:600}
 #toc{margin:12px 0;padding:6px 0;border-bottom:1px solid #ddd;font-size:14px}#toc a{color:#2a5d9f;text-decoration:none}
-table.grid code{word-break:break-all}th{text-align:left;font-weight:600;background:#fafafa}table.grid th{border:1px solid #ddd;padding:3px 8px}
+table.grid code{word-break:break-all}.scroll-x{max-width:100%;overflow-x:auto}th{text-align:left;font-weight:600;background:#fafafa}table.grid th{border:1px solid #ddd;padding:3px 8px}
 """
 
 TITLES = {"verdict": "Verdict", "next": "Do this next", "fixes": "Fixes", "findings": "Findings", "trace": "Trace",

@@ -1,6 +1,7 @@
 """The "Ranks" panel of a distributed run: hosts and ranks, per-rank phases, step-time spread, communication."""
 from __future__ import annotations
 
+from . import charts
 from .escape import esc as _esc
 
 PHASES = ("dataloader", "h2d", "forward", "backward", "optimizer", "allreduce", "other")
@@ -14,12 +15,18 @@ def _pct(x) -> str:
     return "" if x is None else f"{100 * x:.0f}%"
 
 
+SHORT = {"dataloader": "load", "h2d": "h2d", "forward": "fwd", "backward": "bwd", "optimizer": "opt",
+         "allreduce": "comm", "other": "other"}
+
+
 def spread_chart(rows: list) -> dict:
+    """Per-rank median step by phase, in the phase colours of every other chart of the page."""
     ok = [r for r in rows if r.get("phase_share")]
     data = [{"type": "bar", "name": p, "x": [f"rank {r['rank']}" for r in ok],
-             "y": [r["phase_share"][p] * (r.get("step_time_median_s") or 0) * 1e3 for r in ok]} for p in PHASES]
-    return {"data": data, "layout": {"barmode": "stack", "title": "Median step per rank, by phase",
-                                     "yaxis": {"title": "ms"}, "height": 320, "margin": {"t": 40}}}
+             "y": [r["phase_share"][p] * (r.get("step_time_median_s") or 0) * 1e3 for r in ok],
+             "marker": {"color": charts.PHASE_COLORS[p]}}
+            for p in PHASES if any(r["phase_share"].get(p) for r in ok)]
+    return {"data": data, "layout": charts._layout("Median step per rank, by phase", "ms", barmode="stack")}
 
 
 def section_ranks(d, figs) -> str:
@@ -29,17 +36,19 @@ def section_ranks(d, figs) -> str:
     rows_html = []
     for r in dist["ranks"]:
         share = r.get("phase_share") or {}
-        cells = [r["rank"], r.get("host"), r.get("node_rank"), r.get("local_rank"), r.get("status"),
-                 r.get("exit_code"), r.get("steps"), _ms(r.get("step_time_median_s")),
-                 _ms(r.get("step_time_p90_s"))] + [_pct(share.get(p)) if share else "" for p in PHASES] + \
-                [r.get("source")]
+        where = f"{r.get('host') or '?'} · node {r.get('node_rank', '?')} · local {r.get('local_rank', '?')}"
+        status = f"{r.get('status')}" + (f" ({r.get('exit_code')})" if r.get("exit_code") not in (0, None) else "")
+        cells = [r["rank"], where, status, r.get("steps"),
+                 f"{_ms(r.get('step_time_median_s'))} / {_ms(r.get('step_time_p90_s'))}"] + \
+                [_pct(share.get(p)) if share else "" for p in PHASES] + [r.get("source")]
         cls = "" if r.get("status") == "ok" else ' class="warn"'
         rows_html.append(f"<tr{cls}>" + "".join(f"<td>{_esc(c)}</td>" for c in cells) + "</tr>")
-    head = "".join(f"<th>{h}</th>" for h in ["rank", "host", "node", "local rank", "status", "exit", "steps",
-                                            "median ms", "p90 ms", *PHASES, "data via"])
+    head = "".join(f"<th>{h}</th>" for h in ["rank", "host · node · local rank", "status", "steps",
+                                            "median / p90 ms", *(SHORT[p] for p in PHASES), "data via"])
     hosts = "; ".join(f"{_esc(h)}: ranks {', '.join(map(str, rs))}" for h, rs in dist.get("hosts", {}).items())
     parts = [f'<section id="ranks"><h3>Ranks</h3><p>{dist["world_size"]} rank(s). Hosts: {hosts or "n/a"}</p>',
-             f'<table class="grid" id="rank-table"><tr>{head}</tr>{"".join(rows_html)}</table>']
+             f'<div class="scroll-x"><table class="grid" id="rank-table"><tr>{head}</tr>{"".join(rows_html)}'
+             f'</table></div>']
     for p in dist.get("problems", []):
         parts.append(f'<p class="warn">{_esc(p["message"])}</p>')
     sp = dist.get("step_time_spread") or {}

@@ -1,0 +1,43 @@
+"""The page of a 2-rank gloo DDP job in headless Chromium: "Do this next" is there, the ranks chart's legend
+uses the phase colours of the step chart, the ranks table stays inside a 1280 px viewport, the shading note
+counts the shaded steps, and the op-level section links rank 0's trace."""
+import pytest
+
+from conftest import EXAMPLES, artifact, load_summary, run_haiprof
+from test_report_browser import browser, open_report  # noqa: F401  (the module's Chromium fixture)
+
+pytestmark = pytest.mark.timeout(240)
+
+
+def _legend(page, fig) -> dict:
+    """legend label -> swatch colour as the browser computed it."""
+    out = {}
+    for span in page.locator(f"#fig-{fig} .mc-legend span").all():
+        colour = span.locator("i").evaluate("e => getComputedStyle(e).backgroundColor")
+        out[span.inner_text().strip()] = colour
+    return out
+
+
+@pytest.mark.slow
+def test_ddp_page(browser, tmp_path):  # noqa: F811
+    out = tmp_path / "job"
+    r = run_haiprof("run", "--quiet", "--out", out, "--nproc-per-node", "2", EXAMPLES / "ddp_comm_bound.py",
+                    "--steps", "14")
+    assert r.returncode == 0, r.stderr[-3000:]
+    s = load_summary(out)
+    page, problems, _ = open_report(browser, out / "report.html")
+    page.set_viewport_size({"width": 1280, "height": 900})
+    page.wait_for_timeout(200)
+    assert problems == []
+    assert s["next_steps"] and page.locator("#next .next-title").count() == 1
+    ranks, steps = _legend(page, "ranks"), _legend(page, "steps")
+    shared = [p for p in ranks if p in steps]
+    assert len(shared) >= 3 and all(ranks[p] == steps[p] for p in shared), (ranks, steps)
+    assert "rgb(136, 136, 136)" not in ranks.values()                         # no grey default swatches
+    box = page.locator("#rank-table").bounding_box()
+    assert box["x"] >= 0 and box["x"] + box["width"] <= 1280, box
+    note = page.locator("#phases .note").first.inner_text() if page.locator("#phases .note").count() else ""
+    assert "0 step(s)" not in note
+    assert page.locator('#ops a[href^="rank-0/"]').count() >= 1
+    page.screenshot(path=artifact("report-ddp.png"), full_page=True)
+    page.close()
