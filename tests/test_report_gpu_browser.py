@@ -78,3 +78,32 @@ def test_matmul_bound_run_lists_kernels_and_steady_axis(browser, tmp_path):
         rng = fig["layout"].get("yaxis", {}).get("range")
         assert rng is None or rng[0] >= 0
     page.close()
+
+
+def _rgb(hex_colour: str) -> str:
+    h = hex_colour.lstrip("#")
+    return f"rgb({int(h[0:2], 16)}, {int(h[2:4], 16)}, {int(h[4:6], 16)})"
+
+
+@pytest.mark.parametrize("name", ["compute_base", "launch_base", "h2d_p"])
+def test_one_busy_figure_and_phase_colours_on_the_page(browser, tmp_path, name):
+    import re
+
+    from haiprof.render.charts import PHASE_COLORS
+
+    if not (RUNS / name).is_dir():
+        pytest.skip(f"{name} not recorded")
+    d = _report(tmp_path, name)
+    page = _check_page(browser, d, tmp_path, name)
+    head = re.search(r"GPU busy (\d+)%", page.locator("#headline").inner_text())
+    section = re.search(r"busy (\d+)% \(kernels and copies\)", page.locator("#gpu").inner_text())
+    facts = re.search(r"kernels and copies, device clock\)\s+(\d+)%", page.locator("#ops").inner_text())
+    assert head and section and facts, (head, section, facts)
+    figures = [int(m.group(1)) for m in (head, section, facts)]
+    assert max(figures) - min(figures) <= 1, figures
+    legend = {}
+    for span in page.locator("#fig-steps .mc-legend span").all():
+        legend[span.inner_text().strip()] = span.locator("i").evaluate("e => getComputedStyle(e).backgroundColor")
+    phases = [p for p in legend if p in PHASE_COLORS]
+    assert phases and all(legend[p] == _rgb(PHASE_COLORS[p]) for p in phases), legend
+    page.close()
