@@ -87,6 +87,9 @@ def left_out(summary: dict) -> dict:
     out = {fix: f"the script already does it: {how}" for fix, how in (summary.get("script_uses") or {}).items()
            if fix in ("amp", "compile", "fused-optim", "cuda-graphs", "prefetch")}
     fixes = summary.get("fixes") or {}
+    for c in fixes.get("excluded") or []:   # --fix auto left it out: an earlier run measured it slower
+        if c.get("id"):
+            out.setdefault(c["id"], c.get("reason") or "measured slower in an earlier run")
     gain = fixes.get("gain") or {}
     for r in fixes.get("results") or []:
         if r.get("status") == "applied":

@@ -159,6 +159,9 @@ def test_a_fix_that_slows_the_step_is_said_first_and_skipped_by_auto(tmp_path):
     first = [x for x in r.stderr.splitlines() if x.startswith("haiprof:")][0]
     assert first.startswith("haiprof: WARNING: prefetch made each step") and "not recommended" in first, r.stderr
     assert s["findings"][0]["kind"] == "fix-regression"
+    # its own page never recommends the fix it measured slower: it shows that measurement instead
+    assert "prefetch" not in {a["fix"] for a in s["next_steps"]}
+    assert s["advice_left_out"]["prefetch"].startswith("applied in this run: measured 0.")
     html = (slow / "report.html").read_text()
     assert 'id="fix-regression"' in html and html.index('id="fix-regression"') < html.index('id="fix-results"')
     # the next --fix auto leaves prefetch out, and says why
@@ -169,6 +172,8 @@ def test_a_fix_that_slows_the_step_is_said_first_and_skipped_by_auto(tmp_path):
     assert fx["requested"] == [] and [c["id"] for c in fx["excluded"]] == ["prefetch"], fx
     assert "slower" in fx["excluded"][0]["reason"] and str(slow.resolve()) in fx["excluded"][0]["reason"]
     assert "left out prefetch" in r.stderr
+    assert "prefetch" not in {a["fix"] for a in load_summary(auto)["next_steps"]}   # nor advised on its page
+    assert "slower" in load_summary(auto)["advice_left_out"]["prefetch"]
     assert probe(r.stdout)["num_workers"] == 0
 
 
