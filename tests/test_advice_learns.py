@@ -42,3 +42,10 @@ def test_a_fix_measured_in_this_run_is_shown_not_recommended():
     uses_amp = _summary(script_uses={"amp": "autocast (cuda)"})
     ranked = actions.rank(uses_amp)
     assert [a["fix"] for a in ranked] == ["prefetch", "compile"] and "Compile" in ranked[1]["title"]
+
+
+def test_a_pinned_loader_gets_no_pin_memory_advice():
+    s = _summary(gpu={"pageable_h2d_share": 0.2, "copies": [{"kind": "HtoD pageable", "gb_per_s": 3.0}]})
+    assert actions.rank(s)[0]["title"].startswith("Pin host memory")
+    pinned = _summary(gpu=s["gpu"], script_uses={"pin_memory": "DataLoader(pin_memory=True)"})
+    assert not actions.rank(pinned)[0]["title"].startswith("Pin")
