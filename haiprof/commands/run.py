@@ -7,6 +7,7 @@ from __future__ import annotations
 
 import argparse
 import math
+import os
 
 from ..errors import OneLineParser, UserError
 
@@ -68,6 +69,9 @@ def _run_parser() -> argparse.ArgumentParser:
                         "trace-step<STEP>.json.gz")
     p.add_argument("--trace-every", type=float, metavar="MINUTES",
                    help="also trace a window every MINUTES minutes of the run")
+    p.add_argument("--snapshot-every", type=float, default=None, metavar="MINUTES",
+                   help="write a snapshot report of the run so far every MINUTES minutes, at the lowest CPU "
+                        "priority, so a killed run keeps a recent report (default 5; 0 turns it off)")
     p.add_argument("--fix", metavar="ID[,ID...]|auto", action="append",
                    help="apply fixes inside the run: prefetch, fused-optim, amp, compile, cuda-graphs, compress, "
                         "bucket; 'auto' applies what the diagnosis recommends")
@@ -104,6 +108,10 @@ def _check_run_values(ns: argparse.Namespace) -> None:
         raise UserError("--fix auto chooses the fixes from the diagnosis: give it alone, or name the fixes "
                         "(e.g. --fix prefetch,amp)")
     trace_at_steps(ns.trace_at)
+    if ns.snapshot_every is not None:
+        if not math.isfinite(ns.snapshot_every) or ns.snapshot_every < 0:
+            raise UserError(f"--snapshot-every must be 0 (off) or a positive number of minutes, not "
+                            f"{ns.snapshot_every}")
     if ns.trace_every is not None and (not math.isfinite(ns.trace_every) or ns.trace_every <= 0):
         raise UserError(f"--trace-every must be a positive number of minutes, not {ns.trace_every}")
     # nan passes `<= 0` and inf would make the sampler sleep forever: only finite positive intervals.
@@ -137,6 +145,9 @@ def cmd_run(argv: list[str]) -> int:
     if distributed.requested(ns, target):
         if ns.steps is not None and ns.steps < 1:
             raise UserError("--steps must be at least 1")
+        if ns.snapshot_every is not None:   # the ranks' sessions read it from their environment
+            from ..runtime.session import SNAPSHOT_ENV
+            os.environ[SNAPSHOT_ENV] = repr(ns.snapshot_every)
         return distributed.run_job(ns, target, list(argv))
     module = script = None
     if target and target[0] == "-m":
@@ -155,5 +166,6 @@ def cmd_run(argv: list[str]) -> int:
     opts = RunOptions(script=script, module=module, args=args, out=ns.out, steps=ns.steps, quiet=ns.quiet,
                       sample_interval_s=ns.sample_interval, haiprof_argv=list(argv),
                       trace_steps=ns.trace_steps, fix=ns.fix, trace_at=trace_at_steps(ns.trace_at),
-                      trace_every_min=ns.trace_every)
+                      trace_every_min=ns.trace_every,
+                      **({"snapshot_every_min": ns.snapshot_every} if ns.snapshot_every is not None else {}))
     return run(opts)

@@ -41,6 +41,19 @@ class RunOptions:
     trace_at: tuple = ()          # more windows: at these steps (--trace-at) ...
     trace_every_min: float | None = None   # ... and every so many minutes (--trace-every)
     fix: str | None = None        # --fix spec ("prefetch,amp" or "auto"), see fixrun.py
+    # a snapshot report of the run so far every so many minutes (--snapshot-every; 0: none); a distributed job's
+    # ranks get it through the environment
+    snapshot_every_min: float = field(default_factory=lambda: _env_minutes(SNAPSHOT_ENV, SNAPSHOT_EVERY_MIN))
+
+
+SNAPSHOT_ENV, SNAPSHOT_EVERY_MIN = "HAIPROF_SNAPSHOT_EVERY_MIN", 5.0
+
+
+def _env_minutes(name: str, default: float) -> float:
+    try:
+        return max(0.0, float(os.environ.get(name, default)))
+    except ValueError:
+        return default
 
 
 DEFAULT_PARENT = "haiprof-runs"
@@ -92,12 +105,13 @@ def collect_meta(opts: RunOptions, target_name: str) -> dict:
     }
 
 
-def start_sidecar(run_dir: RunDir, interval_s: float):
+def start_sidecar(run_dir: RunDir, interval_s: float, snapshot_s: float = 0.0):
     # Started in the run directory, which holds no Python files: `-m` puts the working directory first on
     # sys.path, and the user's own json.py or random.py there must not replace the standard library's.
     try:
         return subprocess.Popen(
-            [sys.executable, "-m", "haiprof.runtime.sidecar", str(run_dir.path), str(os.getpid()), str(interval_s)],
+            [sys.executable, "-m", "haiprof.runtime.sidecar", str(run_dir.path), str(os.getpid()), str(interval_s),
+             str(snapshot_s)],
             stdin=subprocess.PIPE, stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL,
             start_new_session=False, close_fds=True, cwd=str(run_dir.path))
     except OSError as e:
@@ -215,7 +229,9 @@ def profile_target(run_dir: RunDir, opts: RunOptions, on_exit: Callable, fix_pla
 
     from . import fixrun
 
-    sidecar = start_sidecar(run_dir, opts.sample_interval_s)
+    # no snapshots for --fix auto's short diagnosis pass
+    snapshot_s = 0.0 if os.environ.get(fixrun.DIAGNOSIS_ENV) == "1" else opts.snapshot_every_min * 60
+    sidecar = start_sidecar(run_dir, opts.sample_interval_s, snapshot_s)
     appender = run_dir.phase_appender().start()
     recorder = PhaseRecorder(appender.append, max_steps=opts.steps)
     recorder.drain_from(appender.before_flush)   # CUDA events resolved on the flush thread

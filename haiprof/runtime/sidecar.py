@@ -1,8 +1,9 @@
 """The sampler side process: runs the system collectors off the training process (no GIL contention).
 
-Started by the session as `python -m haiprof.runtime.sidecar RUN_DIR PID INTERVAL`. It samples every collector on a
+Started by the session as `python -m haiprof.runtime.sidecar RUN_DIR PID INTERVAL [SNAPSHOT_S]`. It samples every collector on a
 jittered interval (so sampling does not alias with a periodic training step), appends each sample to
-samples/<name>.jsonl with a flush, and exits when its stdin closes or the training process is gone.
+samples/<name>.jsonl with a flush, and exits when its stdin closes or the training process is gone. With
+SNAPSHOT_S it also keeps a snapshot report of the run so far (Snapshots).
 A collector that raises is recorded in status.jsonl with the reason and dropped; the others go on.
 """
 from __future__ import annotations
@@ -27,6 +28,61 @@ def _collectors(root_pid: int):
     return out + hardware_collectors(root_pid)
 
 
+class Snapshots:
+    """A report of the run so far, written every `every_s` by a child `haiprof report` at the lowest CPU priority,
+    so a run killed days in keeps a report that old at most (the final report replaces it at the end). The
+    interval grows to SPACING x the last report's own time, so a very long run's snapshots cost a bounded share
+    of one core (1/SPACING) whatever its length. The child dies with this process (PR_SET_PDEATHSIG): a snapshot
+    never lands after the final report."""
+
+    SPACING = 20
+
+    def __init__(self, run_dir, every_s: float, command: list | None = None):
+        self.run_dir, self.every_s = run_dir, every_s
+        self.command = command or [sys.executable, "-m", "haiprof", "report", "--quiet", str(run_dir.path)]
+        self.next_at = time.monotonic() + every_s
+        self.child = None
+        self.started = 0.0
+
+    def poll(self) -> None:
+        now = time.monotonic()
+        if self.child is not None:
+            if self.child.poll() is None:
+                return
+            took, self.child = now - self.started, None
+            self.next_at = now + max(self.every_s, self.SPACING * took)
+        if now >= self.next_at:
+            import subprocess
+            try:
+                self.child = subprocess.Popen(
+                    self.command, stdin=subprocess.DEVNULL, stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL,
+                    close_fds=True, preexec_fn=_low_priority_child)
+                self.started = now
+            except OSError:
+                self.next_at = now + self.every_s   # try again later; sampling goes on
+
+    def stop(self) -> None:
+        if self.child is not None and self.child.poll() is None:
+            self.child.kill()
+            self.child.wait()
+            for tmp in self.run_dir.path.glob(f".*.{self.child.pid}.tmp"):   # what the killed child left half-made
+                tmp.unlink(missing_ok=True)
+        self.child = None
+
+
+def _low_priority_child() -> None:
+    """In the snapshot child before exec: lowest CPU priority, and killed if its parent (this sidecar) dies."""
+    try:
+        os.nice(19)
+    except OSError:
+        pass
+    try:
+        import ctypes
+        ctypes.CDLL(None).prctl(1, signal.SIGKILL)   # PR_SET_PDEATHSIG
+    except (OSError, AttributeError):
+        pass
+
+
 def _alive(pid: int) -> bool:
     try:
         os.kill(pid, 0)
@@ -39,6 +95,8 @@ def _alive(pid: int) -> bool:
 
 def main(argv: list[str]) -> int:
     run_dir, pid, interval = RunDir(argv[0]), int(argv[1]), float(argv[2])
+    snapshot_s = float(argv[3]) if len(argv) > 3 else 0.0
+    snapshots = Snapshots(run_dir, snapshot_s) if snapshot_s > 0 else None
     # Ctrl-C reaches the whole process group: the training process decides when we stop, via stdin.
     signal.signal(signal.SIGINT, signal.SIG_IGN)
     active = []
@@ -51,7 +109,20 @@ def main(argv: list[str]) -> int:
                 ok, reason = False, f"{type(e).__name__}: {e}"
         run_dir.record_status(name, ok, reason)
     rng = random.Random(pid)
-    while active and _alive(pid):
+    try:
+        _loop(active, pid, interval, rng, snapshots, run_dir)
+    finally:
+        if snapshots is not None:
+            snapshots.stop()
+    for _, _, f in active:
+        f.close()
+    return 0
+
+
+def _loop(active: list, pid: int, interval: float, rng, snapshots, run_dir) -> None:
+    while (active or snapshots is not None) and _alive(pid):
+        if snapshots is not None:
+            snapshots.poll()
         for entry in list(active):
             name, collector, f = entry
             t0 = time.monotonic_ns()
@@ -70,9 +141,6 @@ def main(argv: list[str]) -> int:
         readable, _, _ = select.select([sys.stdin], [], [], wait)
         if readable and not os.read(sys.stdin.fileno(), 1):
             break  # stdin closed: the session is finishing
-    for _, _, f in active:
-        f.close()
-    return 0
 
 
 if __name__ == "__main__":
