@@ -128,6 +128,9 @@ class PhaseRecorder:
         # optimizer. One flag check per hook afterwards.
         self.script_uses: dict = {}
         self._probe = True
+        # Inside the DataLoader's __next__ (num_workers=0): modules that run there are preprocessing (torchvision
+        # transforms are nn.Modules), their time is loading, not the model's forward.
+        self._in_loader = 0
         self._fwd_phase = "forward"
 
     # -- hooks ----------------------------------------------------------------------------------------
@@ -197,6 +200,8 @@ class PhaseRecorder:
         raise StepLimitReached(self.steps)
 
     def _forward_pre(self, module, args):
+        if self._in_loader:
+            return
         if self._depth == 0:
             if self.limit_hit_ns is not None and module.training and self._grad_enabled():
                 self._stop_at_limit()
@@ -212,6 +217,8 @@ class PhaseRecorder:
         self._depth += 1
 
     def _forward_post(self, module, args, output):
+        if self._in_loader:
+            return
         self._depth -= 1
         if self._depth <= 0:
             self._depth = 0
@@ -301,11 +308,14 @@ class PhaseRecorder:
             # which older readers ignore.
             busy0 = busy_clock() if host_only else None
             event = None if host_only else gpu_begin()
+            if host_only:
+                recorder._in_loader += 1
             try:
                 return fn(*args, **kwargs)
             finally:
                 end = clock()
                 if host_only:
+                    recorder._in_loader -= 1
                     run, wait = busy_clock()
                     append((phase, start, end, run - busy0[0], wait - busy0[1]))
                 else:
