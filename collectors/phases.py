@@ -131,6 +131,7 @@ class PhaseRecorder:
         # Inside the DataLoader's __next__ (num_workers=0): modules that run there are preprocessing (torchvision
         # transforms are nn.Modules), their time is loading, not the model's forward.
         self._in_loader = 0
+        self.optimizer_made = False   # any torch.optim.Optimizer built while installed: steps are its steps
         self._fwd_phase = "forward"
 
     # -- hooks ----------------------------------------------------------------------------------------
@@ -249,6 +250,15 @@ class PhaseRecorder:
         self._gpu_end("optimizer", self._opt_event)
         if self.cuda_timer is not None:
             self._memory_mark(now)
+        self._step_done(now)
+
+    def _backward_done(self, now: int) -> None:
+        """A script that never made an optimizer (a hand-written update) steps at each backward: the tracing
+        window, --steps and the other step callbacks follow its backward passes."""
+        if not self.optimizer_made:
+            self._step_done(now)
+
+    def _step_done(self, now: int) -> None:
         self.steps += 1
         if self.resolve_every and self.cuda_timer is not None and self.steps % self.resolve_every == 0:
             self.drain()
@@ -323,6 +333,8 @@ class PhaseRecorder:
                 gpu_end(phase, event)
                 if mark is not None:
                     append((mark, end, end))
+                    if mark == BACKWARD_MARK:
+                        recorder._backward_done(end)
 
         wrapper.__haiprof_wrapped__ = fn
         return wrapper
@@ -354,6 +366,7 @@ class PhaseRecorder:
         for handle in (h3, h4):
             self._undo.append(handle.remove)
 
+        self._watch_optimizers(torch.optim.Optimizer)
         self._patch(dl_mod._BaseDataLoaderIter, "__next__", "dataloader")
         self._patch(torch.autograd, "backward", "backward", BACKWARD_MARK)
         self._patch(torch.autograd, "grad", "backward")
@@ -369,6 +382,21 @@ class PhaseRecorder:
         # DataLoader workers are forked copies: they must not record (nobody would flush them).
         os.register_at_fork(after_in_child=self._in_child)
         return self
+
+    def _watch_optimizers(self, optimizer_cls) -> None:
+        original = optimizer_cls.__init__
+        if hasattr(original, "__haiprof_wrapped__"):
+            return
+        recorder = self
+
+        @functools.wraps(original)
+        def __init__(opt, *args, **kwargs):
+            recorder.optimizer_made = True
+            return original(opt, *args, **kwargs)
+
+        __init__.__haiprof_wrapped__ = original
+        optimizer_cls.__init__ = __init__
+        self._undo.append(lambda: setattr(optimizer_cls, "__init__", original))
 
     def _remove_global_hooks(self) -> None:
         while self._global_hooks:
