@@ -68,13 +68,16 @@ def expected_gain(fix_id: str, summary: dict) -> tuple[float | None, str]:
 
 def regressed(history: list[dict]) -> dict[str, str]:
     """Fix id -> why it is left out, from earlier fixed runs of the same command, newest first:
-    [{"run": path, "applied": [ids], "gain": fix_gain dict}]. A fix's newest run decides (a later run that did
-    not regress clears an older regression)."""
+    [{"run": path, "applied": [ids], "gain": fix_gain dict, "crashed": exit code when the script failed}]. A
+    fix's newest run decides (a later run that did not regress clears an older regression or failure)."""
     decided: dict[str, str | None] = {}
     for h in history:
         gain = h.get("gain") or {}
         for fix_id in h.get("applied") or []:
             if fix_id in decided:
+                continue
+            if h.get("crashed") is not None:
+                decided[fix_id] = f"the script failed (exit {h['crashed']}) with it applied in {h.get('run')}"
                 continue
             decided[fix_id] = (f"made this command's step {gain.get('slower_pct', 0):.0f}% slower in "
                                f"{h.get('run')}" if gain.get("regression") else None)

@@ -34,10 +34,37 @@ def dynamo_compile_seconds() -> float | None:
     return forward + backward
 
 
+def keep_copies_eager(ctx: FixContext, torch) -> None:
+    """A compiled forward is an instance attribute, and a compiled function does not pickle: the state that
+    copy.deepcopy, pickle and torch.save(model) take leaves it out, so the copy is the eager model (it loads where
+    haiprof is not) and the script's checkpoint or EMA copy works as without the fix."""
+    nn = torch.nn
+    original = nn.Module.__getstate__
+
+    def __getstate__(self):
+        state = original(self)
+        if getattr(state.get("forward"), "__haiprof_compiled__", False):
+            state = dict(state)
+            del state["forward"]
+        return state
+
+    __getstate__.__haiprof_wrapped__ = original
+    nn.Module.__getstate__ = __getstate__
+
+    def undo():
+        if nn.Module.__getstate__ is __getstate__:
+            nn.Module.__getstate__ = original
+    ctx.on_undo(undo)
+
+
 def compile_model(ctx: FixContext, module, mode: str | None, torch) -> str:
     """Compile module.forward in place; returns a description of what was done."""
     original_forward = module.__dict__.get("forward")
     compiled = torch.compile(module.forward, mode=mode)
+    try:
+        compiled.__haiprof_compiled__ = True
+    except AttributeError:
+        pass
     module.forward = compiled
     if original_forward is None:
         ctx.on_undo(lambda: module.__dict__.pop("forward", None))
@@ -71,7 +98,7 @@ def when_model_trains(ctx: FixContext, torch, decide, done: dict) -> None:
         return None
 
     def on_post(module, args, output):
-        if done.get("compiled") or not torch.is_grad_enabled():
+        if id(module) in done.setdefault("compiled_ids", set()) or not torch.is_grad_enabled():
             return None
         t = _first_grad_tensor(output, torch)
         if t is None:     # an eval pass (no_grad, or nothing to differentiate): not a training call
@@ -99,17 +126,21 @@ def install(ctx: FixContext, mode_for=None) -> None:
         return
 
     def decide(module):
-        if done.get("compiled"):
+        """Every model a backward runs through is compiled (a GAN's generator and discriminator both)."""
+        ids = done.setdefault("compiled_ids", set())
+        if id(module) in ids:
             return
+        ids.add(id(module))
+        if not done.get("compiled"):
+            keep_copies_eager(ctx, torch)
+            state.details["compile_s_before"] = dynamo_compile_seconds() or 0.0
+            state.details["compiled_at"] = time.monotonic_ns()
         done["compiled"] = module
         mode = None
         on_cuda = next(module.parameters()).is_cuda
         if wants_graphs and on_cuda and cuda_available(torch):
             mode = "reduce-overhead"
-        before = dynamo_compile_seconds() or 0.0
-        state.details["compile_s_before"] = before
         how = compile_model(ctx, module, mode, torch)
-        state.details["compiled_at"] = time.monotonic_ns()
         state.applied(type(module).__name__, how + ", decided at its first backward, compiled from its next call "
                       "on" + ("" if module.training else " (the model trains in eval mode)"), mode=mode or "default")
 

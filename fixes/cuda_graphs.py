@@ -7,7 +7,7 @@ when a shape changes (dynamo guards), so a shape change costs a recompile rather
 from __future__ import annotations
 
 from .base import FixContext, cuda_available
-from .compile import INFERENCE_ONLY, compile_model, when_model_trains
+from .compile import INFERENCE_ONLY, compile_model, keep_copies_eager, when_model_trains
 
 ID = "cuda-graphs"
 VARIANTS: tuple = ()   # takes no ID=VARIANT (checked by parse_spec before the run)
@@ -26,8 +26,11 @@ def install(ctx: FixContext) -> None:
     done: dict = {}
 
     def decide(module):
-        if done.get("compiled"):
+        ids = done.setdefault("compiled_ids", set())
+        if id(module) in ids:
             return
+        ids.add(id(module))
+        first = not done.get("compiled")
         done["compiled"] = module
         if not next(module.parameters()).is_cuda:
             state.skipped("the model's parameters are not on a CUDA device", type(module).__name__)
@@ -35,6 +38,8 @@ def install(ctx: FixContext) -> None:
         if "compile" in ctx.requested:
             state.applied(type(module).__name__, "through the compile fix, in mode 'reduce-overhead'")
             return
+        if first:
+            keep_copies_eager(ctx, torch)
         how = compile_model(ctx, module, "reduce-overhead", torch)
         state.applied(type(module).__name__, how + ", decided at its first backward, from its next call on")
 

@@ -50,3 +50,22 @@ def test_nothing_applied_means_nothing_compared(tmp_path):
     add_fix_results(RunDir(run), {}, summary)
     assert "comparison" not in summary and "loss_guard" not in summary and "gain" not in summary["fixes"]
     assert summary["fixes"]["comparison_note"] == "no fix was applied in this run: there is nothing to compare"
+
+
+def test_a_fix_the_script_crashed_with_is_not_chosen_again(tmp_path):
+    """A run that failed under a fix marks that fix as failed for that command: the next --fix auto leaves it
+    out and says why (the history used to skip runs that exited non-zero)."""
+    import json
+
+    from haiprof.runtime import fixrun
+
+    parent = tmp_path / "runs"
+    crashed = parent / "crashed"
+    crashed.mkdir(parents=True)
+    meta = {"command": ["python", "train.py"], "fixes_requested": "compile", "exit_code": 1, "start_time": 2.0}
+    (crashed / "meta.json").write_text(json.dumps(meta))
+    (crashed / "summary.json").write_text(json.dumps(
+        {"steps": 5, "fixes": {"results": [{"id": "compile", "status": "applied"}]}}))
+    key = fixrun.target_key(meta)
+    history = fixrun.fix_history(parent, key)
+    assert history == [{"run": str(crashed.resolve()), "applied": ["compile"], "gain": {}, "crashed": 1}]

@@ -60,3 +60,10 @@ def test_regressed_history(history, left_out):
 def test_rank_leaves_out_a_fix_that_slowed_this_command():
     chosen, excluded = C.rank(IO, ["prefetch"], [{"run": "/runs/x", "applied": ["prefetch"], "gain": SLOW}])
     assert chosen == [] and excluded == [{"id": "prefetch", "reason": "made this command's step 20% slower in /runs/x"}]
+
+
+def test_a_fix_the_script_failed_with_is_left_out_until_it_succeeds():
+    crashed = {"run": "r3", "applied": ["compile"], "gain": {}, "crashed": 1}
+    got = C.regressed([crashed, {"run": "r2", "applied": ["compile"], "gain": FAST}])
+    assert set(got) == {"compile"} and "failed (exit 1)" in got["compile"] and "r3" in got["compile"]
+    assert C.regressed([{"run": "r4", "applied": ["compile"], "gain": FAST}, crashed]) == {}

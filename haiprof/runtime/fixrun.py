@@ -100,6 +100,16 @@ def fix_history(parent: Path, key: tuple, exclude: Path | None = None) -> list[d
     for meta, rd in runs_of(parent, key, exclude):
         if not meta.get("fixes_requested"):
             continue
+        if meta.get("exit_code") not in (0, None):   # the script failed with these fixes in it
+            try:
+                fx = (rd.read_summary().get("fixes") or {})
+            except (OSError, ValueError):
+                fx = {}
+            applied = [r["id"] for r in fx.get("results") or [] if r.get("status") == "applied"]
+            if applied:
+                out.append({"run": str(rd.path.resolve()), "applied": applied, "gain": {},
+                            "crashed": meta["exit_code"]})
+            continue
         s = _usable(meta, rd)
         fx = (s or {}).get("fixes") or {}
         if fx.get("gain"):
