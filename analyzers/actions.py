@@ -9,8 +9,8 @@ classes by, so the first action is always the verdict's fix.
 from __future__ import annotations
 
 from . import thresholds as T
+from .verdict import removable
 
-COMPUTE_AMP_GAIN = T.REMOVABLE["compute"]
 COMM_GAIN = T.REMOVABLE["communication"]
 PAGEABLE_NOTABLE = 0.05  # pageable host-to-device copies above this share of GPU time: say "pin memory"
 
@@ -56,7 +56,7 @@ def _compute(f: dict, s: dict) -> dict:
         reason += (f"; tensor cores run {_pct(tc)} of kernel time (by kernel name)"
                    + ("; fp32 math on the CUDA cores is what mixed precision moves to them" if tc < 0.5 else ""))
     return {"title": "Run matmuls and convolutions in bf16/fp16 (mixed precision)", "reason": reason,
-            "gain_share": COMPUTE_AMP_GAIN * f.get("share", 0.0)}
+            "gain_share": removable(f)}
 
 
 def _launch(f: dict, s: dict) -> dict:

@@ -48,6 +48,39 @@ def break_even_step(cost_s: float | None, before_steady: float | None, after_ste
     return math.ceil(cost_s / (before_steady - after_steady) - 1e-9)
 
 
+# The phases each fix can change; a phase none of the applied fixes touches that moved by much means the two
+# runs ran under different conditions (load, cache, data), and the ratio is not the fix's.
+TOUCHES = {"prefetch": {"dataloader", "h2d"}, "fused-optim": {"optimizer"},
+           "amp": {"forward", "backward", "optimizer"}, "compile": {"forward", "backward", "optimizer"},
+           "cuda-graphs": {"forward", "backward", "optimizer"}, "compress": {"allreduce", "backward"},
+           "bucket": {"allreduce", "backward"}}
+UNTOUCHED_REL, UNTOUCHED_ABS_S, UNTOUCHED_OF_STEP = 0.25, 1e-3, 0.10
+
+
+def untouched_moves(phases: dict, applied: list, step_before_s: float | None) -> list[dict]:
+    """Phases no applied fix can touch whose time per step changed by more than UNTOUCHED_REL of itself (and
+    UNTOUCHED_ABS_S), by at least UNTOUCHED_OF_STEP of the baseline's step: [{"phase", "before_s", "after_s"}]."""
+    touched = set().union(*(TOUCHES.get(f, set()) for f in applied)) if applied else set()
+    out = []
+    for p, row in (phases or {}).items():
+        a, b = row.get("before_s"), row.get("after_s")
+        if p in touched or p == "other" or a is None or b is None:
+            continue
+        d = abs(b - a)
+        if d > max(UNTOUCHED_REL * a, UNTOUCHED_ABS_S) and step_before_s and d >= UNTOUCHED_OF_STEP * step_before_s:
+            out.append({"phase": p, "before_s": a, "after_s": b})
+    return out
+
+
+def unreliable_message(moves: list[dict], applied: list) -> str | None:
+    if not moves:
+        return None
+    what = ", ".join(f"{m['phase']} {m['before_s'] * 1e3:.1f} -> {m['after_s'] * 1e3:.1f} ms/step" for m in moves)
+    return (f"comparison unreliable: {what}, though only {', '.join(applied)} was applied and cannot change it: "
+            f"the two runs ran under different conditions (machine load, caches, data); re-measure the baseline "
+            f"right before, on the same machine state")
+
+
 def _ratio(a, b):
     return a / b if isinstance(a, (int, float)) and isinstance(b, (int, float)) and a > 0 and b > 0 else None
 
@@ -102,6 +135,8 @@ def text_lines(gain: dict) -> list[str]:
     lines = []
     if gain.get("message"):
         lines.append("WARNING: " + gain["message"])
+    if gain.get("unreliable"):
+        lines.append("WARNING: " + gain["unreliable"])
     if gain.get("speedup"):
         lines.append(f"speedup (steady step time): {gain['speedup']:.2f}x "
                      f"({gain['step_time_before_s'] * 1e3:.1f} -> {gain['step_time_after_s'] * 1e3:.1f} ms per step)"

@@ -23,6 +23,9 @@ OTHER_MODERATE = 0.20
 # share of that class's time. Waits (io, launch) go in full. Mixed precision at best halves fp32 matmul/conv time
 # on tensor cores, and compression or larger buckets hide or shrink about half of exposed collectives.
 REMOVABLE = {"io": 1.0, "launch": 1.0, "communication": 0.5, "compute": 0.5}
+# On a CPU (no tensor cores) compute's fixes take off less: bf16 autocast pays only on CPUs with bf16 matrix
+# units (AMX), and compile fuses the elementwise work around matmuls, not the matmuls themselves.
+REMOVABLE_CPU_COMPUTE = 0.25
 
 # A busy neighbour: the host's CPUs at least this busy (mean over cores) while other processes take at least this
 # share of the machine's cores: measurements are contended, said as a finding and marked noisy.

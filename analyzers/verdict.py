@@ -101,8 +101,15 @@ _SEVERITY = {"info": 0, "low": 1, "moderate": 2, "high": 3}
 
 
 def removable(f: dict) -> float:
-    """Share of the step the finding's own fix can take off at most (0 for kinds that are no bound class)."""
-    return f.get("share", 0.0) * T.REMOVABLE.get(f.get("kind"), 0.0) if f.get("kind") in BOUND_KINDS else 0.0
+    """Share of the step the finding's own fix can take off at most (0 for kinds that are no bound class).
+    Compute on a host timeline (CPU runs) takes REMOVABLE_CPU_COMPUTE, on the device timeline REMOVABLE's."""
+    kind = f.get("kind")
+    if kind not in BOUND_KINDS:
+        return 0.0
+    factor = T.REMOVABLE[kind]
+    if kind == "compute" and (f.get("evidence") or {}).get("timeline") != "device":
+        factor = T.REMOVABLE_CPU_COMPUTE
+    return f.get("share", 0.0) * factor
 
 
 def _step_s(f: dict) -> float | None:

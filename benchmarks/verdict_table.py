@@ -43,7 +43,10 @@ def _removable_ms(summary: dict) -> dict:
         bound = {"io": ps.get("dataloader", 0) + ps.get("h2d", 0), "communication": ps.get("allreduce", 0),
                  "compute": ps.get("forward", 0) + ps.get("backward", 0) + ps.get("optimizer", 0),
                  "launch": launch}
-    return {k: (bound.get(k, 0.0) * T.REMOVABLE[k] * step * 1e3 if step else None) for k in KINDS}
+    factor = dict(T.REMOVABLE)
+    if not dev.get("bound"):   # a CPU run: compute on the host timeline
+        factor["compute"] = T.REMOVABLE_CPU_COMPUTE
+    return {k: (bound.get(k, 0.0) * factor[k] * step * 1e3 if step else None) for k in KINDS}
 
 
 def row(name: str, source: str, summary: dict) -> dict:

@@ -90,3 +90,17 @@ def test_reported_speedup_is_the_steady_ratio_not_the_median():
     c = compare_summaries(before, after)
     assert c["speedup"] == pytest.approx(4.0)
     assert G.fix_gain(c["before"], c["after"], ["prefetch"])["speedup"] == pytest.approx(4.0)
+
+
+def test_a_phase_the_fix_cannot_touch_moving_marks_the_comparison_unreliable():
+    from haiprof.analyzers import fix_gain as G
+
+    def phases(**kw):
+        return {p: {"before_s": a, "after_s": b} for p, (a, b) in kw.items()}
+    # only compile applied, yet the loader went 1036 -> 433 ms/step: another machine state, not the fix
+    moved = G.untouched_moves(phases(dataloader=(1.036, 0.433), forward=(0.2, 0.1)), ["compile"], 1.3)
+    assert [m["phase"] for m in moved] == ["dataloader"]
+    assert "unreliable" in G.unreliable_message(moved, ["compile"])
+    # prefetch may move the loader; small moves of untouched phases are noise, not a different machine
+    assert G.untouched_moves(phases(dataloader=(1.0, 0.2), optimizer=(0.010, 0.011)), ["prefetch"], 1.2) == []
+    assert G.unreliable_message([], ["prefetch"]) is None

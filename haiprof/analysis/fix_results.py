@@ -110,6 +110,11 @@ def add_fix_results(run_dir: RunDir, meta: dict, summary: dict) -> None:
     summary["comparison"] = cmp
     gain = fix_gain.fix_gain(cmp["before"], cmp["after"], applied_ids(summary["fixes"]),
                              step_durations(rd, base_summary), step_durations(run_dir, summary))
+    moves = fix_gain.untouched_moves(cmp.get("phases"), gain.get("applied") or [], cmp["before"]["step_time_s"])
+    gain["unreliable"] = fix_gain.unreliable_message(moves, gain.get("applied") or [])
+    if gain["unreliable"]:
+        summary["findings"].insert(0, {"kind": "fix-unreliable", "severity": "moderate", "share": 0.0,
+                                       "message": gain["unreliable"], "evidence": {"moved": moves}, "fixes": []})
     noisy = [name for name, x in (("this run", summary), ("the baseline", base_summary)) if x.get("noisy")]
     if noisy:   # measured beside a busy neighbour: the ratio carries its noise
         gain["noisy"] = f"{' and '.join(noisy)} measured on a busy machine"
