@@ -81,6 +81,13 @@ def unreliable_message(moves: list[dict], applied: list) -> str | None:
             f"right before, on the same machine state")
 
 
+def spread(stats: dict | None) -> float | None:
+    """(p90 - p10) / median of a run's steady steps: the noise a speedup must clear."""
+    stats = stats or {}
+    med, lo, hi = stats.get("median"), stats.get("p10"), stats.get("p90")
+    return (hi - lo) / med if med and lo is not None and hi is not None else None
+
+
 def _ratio(a, b):
     return a / b if isinstance(a, (int, float)) and isinstance(b, (int, float)) and a > 0 and b > 0 else None
 
@@ -119,6 +126,14 @@ def regression_message(gain: dict) -> str | None:
             f"not recommended for this script")
 
 
+def _age(seconds: float) -> str:
+    if seconds < 120:
+        return f"{seconds:.0f} s"
+    if seconds < 7200:
+        return f"{seconds / 60:.0f} min"
+    return f"{seconds / 3600:.1f} h"
+
+
 def _wall(gain: dict) -> str | None:
     wb, wa = gain.get("wall_time_before_s"), gain.get("wall_time_after_s")
     if not wb or not wa:
@@ -141,6 +156,12 @@ def text_lines(gain: dict) -> list[str]:
         lines.append(f"speedup (steady step time): {gain['speedup']:.2f}x "
                      f"({gain['step_time_before_s'] * 1e3:.1f} -> {gain['step_time_after_s'] * 1e3:.1f} ms per step)"
                      + (f"; noisy: {gain['noisy']}" if gain.get("noisy") else ""))
+        noise = gain.get("noise") or {}
+        if noise.get("before") is not None and noise.get("after") is not None:
+            age = gain.get("baseline_age_s")
+            lines.append(f"noise (p10-p90 of the steady steps): baseline {100 * noise['before']:.0f}%, fixed run "
+                         f"{100 * noise['after']:.0f}%" + (f"; baseline recorded {_age(age)} before this run"
+                                                            if age is not None else ""))
     w = _wall(gain)
     if w:
         lines.append(w)

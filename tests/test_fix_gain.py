@@ -104,3 +104,14 @@ def test_a_phase_the_fix_cannot_touch_moving_marks_the_comparison_unreliable():
     # prefetch may move the loader; small moves of untouched phases are noise, not a different machine
     assert G.untouched_moves(phases(dataloader=(1.0, 0.2), optimizer=(0.010, 0.011)), ["prefetch"], 1.2) == []
     assert G.unreliable_message([], ["prefetch"]) is None
+
+
+def test_the_comparison_shows_its_noise_and_the_baselines_age():
+    from haiprof.analyzers import fix_gain as G
+
+    assert G.spread({"median": 0.1, "p10": 0.09, "p90": 0.12}) == pytest.approx(0.3)
+    assert G.spread({"median": None}) is None
+    gain = {"speedup": 1.1, "step_time_before_s": 0.11, "step_time_after_s": 0.1, "noise": {"before": 0.3,
+            "after": 0.05}, "baseline_age_s": 5400.0}
+    lines = G.text_lines(gain)
+    assert any("baseline 30%, fixed run 5%" in x and "recorded 90 min before" in x for x in lines), lines

@@ -191,3 +191,22 @@ def test_explicit_fused_optim_overrides_foreach_false(runs):
         res["fused-optim"]["reason"], res
     p = probe(r.stdout)
     assert p["fused"] is True and not p["foreach"]
+
+
+def test_a_baseline_recorded_under_other_conditions_is_not_used_silently(tmp_path):
+    """The baseline ran while storage was slow (the loader waited 10 ms more a sample); the fixed run applies
+    fused-optim, which cannot touch the loader. The loader's change is not credited to the fix: the comparison
+    is said to be unreliable, first, with the phase that moved; the noise and the baseline's age are shown."""
+    args = ["--steps", "10", "--latency-ms", "1"]
+    base = tmp_path / "base"
+    r = run_haiprof("run", "--quiet", "--out", base, WORKLOAD, *args, env={"FIX_WORKLOAD_EXTRA_LATENCY_MS": "10"})
+    assert r.returncode == 0, r.stderr
+    fixed = tmp_path / "fixed"
+    r = run_haiprof("run", "--fix", "fused-optim", "--out", fixed, WORKLOAD, *args, timeout=400)
+    assert r.returncode == 0, r.stderr
+    s = load_summary(fixed)
+    gain = s["fixes"]["gain"]
+    assert gain["unreliable"] and "dataloader" in gain["unreliable"], gain
+    assert s["findings"][0]["kind"] == "fix-unreliable"
+    assert "comparison unreliable" in r.stderr and "noise (p10-p90" in r.stderr
+    assert gain["noise"]["before"] is not None and gain["baseline_age_s"] is not None

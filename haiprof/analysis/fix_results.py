@@ -115,6 +115,16 @@ def add_fix_results(run_dir: RunDir, meta: dict, summary: dict) -> None:
     if gain["unreliable"]:
         summary["findings"].insert(0, {"kind": "fix-unreliable", "severity": "moderate", "share": 0.0,
                                        "message": gain["unreliable"], "evidence": {"moved": moves}, "fixes": []})
+    # the conditions of the comparison, shown with it: how old the baseline is and how much each run's steady
+    # steps spread (p10-p90 over the median), so a 1.1x against 20% noise reads as what it is
+    try:
+        base_meta = rd.read_meta()
+    except (OSError, ValueError):
+        base_meta = {}
+    gain["baseline_age_s"] = (round(meta["start_time"] - base_meta["end_time"], 1)
+                              if meta.get("start_time") and base_meta.get("end_time") else None)
+    gain["noise"] = {"before": fix_gain.spread(base_summary.get("step_time_s")),
+                     "after": fix_gain.spread(summary.get("step_time_s"))}
     noisy = [name for name, x in (("this run", summary), ("the baseline", base_summary)) if x.get("noisy")]
     if noisy:   # measured beside a busy neighbour: the ratio carries its noise
         gain["noisy"] = f"{' and '.join(noisy)} measured on a busy machine"

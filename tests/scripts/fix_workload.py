@@ -56,7 +56,9 @@ def main():
     args = ap.parse_args()
     torch.manual_seed(0)
     dim = 32
-    loader = DataLoader(SlowDataset(args.steps * args.batch_size, dim, args.latency_ms / 1e3),
+    # storage slower on one day than another (same command line): stands in for a baseline under other conditions
+    latency_ms = args.latency_ms + float(os.environ.get("FIX_WORKLOAD_EXTRA_LATENCY_MS") or 0)
+    loader = DataLoader(SlowDataset(args.steps * args.batch_size, dim, latency_ms / 1e3),
                         batch_size=args.batch_size, shuffle=True)
     model = Net(dim)
     kw = {} if args.foreach is None else {"foreach": args.foreach == "true"}
