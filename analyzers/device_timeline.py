@@ -93,10 +93,10 @@ def partition(gpu: list, host: list, a: int, b: int) -> tuple[dict, dict]:
     return busy, idle
 
 
-def device_steps(records) -> list[DeviceStep]:
+def device_steps(records, split: tuple | None = None) -> list[DeviceStep]:
     """One DeviceStep per host step whose device boundaries are known; [] when the run has no device spans."""
-    records = list(records)
-    host, gpu, marks = split_records(records)
+    records = records if isinstance(records, list) else list(records)
+    host, gpu, marks = split if split is not None else split_records(records)
     if not gpu:
         return []
     step_marks = sorted(t for name, t in marks if name == STEP_MARK)

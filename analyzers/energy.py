@@ -43,12 +43,12 @@ def rapl_segments(samples: list[dict]) -> list[tuple[int, int, float]]:
     return segs
 
 
-def phase_intervals(records) -> list[tuple[str, int, int]]:
+def phase_intervals(records, split: tuple | None = None) -> list[tuple[str, int, int]]:
     """The intervals energy is split by: the host phases on CPU runs; on CUDA runs the device partition (the
     same as time's, analyzers/device_timeline.py): the GPU's spans are its busy time, and the host's phases only
     explain the gaps between them, so a DataLoader wait the GPU computed through is no energy spent waiting."""
     from .steps import split_records
-    host, gpu, _ = split_records(records)
+    host, gpu, _ = split if split is not None else split_records(records)
     if not gpu:
         return host
     union: list[list[int]] = []

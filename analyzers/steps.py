@@ -156,10 +156,11 @@ def clip_eval(a: int, b: int, blocks: list) -> int:
     return a
 
 
-def build_steps(records) -> tuple[list[Step], dict]:
-    """Steps with per-phase nanoseconds, and facts about how they were found."""
-    records = list(records)
-    host, gpu, marks = split_records(records)
+def build_steps(records, split: tuple | None = None) -> tuple[list[Step], dict]:
+    """Steps with per-phase nanoseconds, and facts about how they were found; `split`: split_records(records)
+    when the caller has it already (one pass over a long run's records, not one per analysis)."""
+    records = records if isinstance(records, list) else list(records)
+    host, gpu, marks = split if split is not None else split_records(records)
     bounds, source = step_boundaries(marks)
     blocks = eval_blocks(records, bounds)
     # With GPU timings, compute phases are taken from the device timeline; waiting for data stays host time.

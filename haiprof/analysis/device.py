@@ -8,9 +8,11 @@ from haiprof.analyzers import verdict
 from haiprof.analyzers.steps import Step
 
 
-def analyze(records, op_trace: dict | None) -> dict | None:
+def analyze(records, op_trace: dict | None, split: tuple | None = None) -> dict | None:
     """{"phase_share", "steady_s", "findings", "summary"} on the device timeline; None without device spans."""
-    steps = D.device_steps(records)
+    if split is not None and not split[1]:
+        return None   # no device spans: a CPU run
+    steps = D.device_steps(records, split)
     if not steps:
         return None
     steady = D.steady(steps, T.WARMUP_STEPS)

@@ -36,7 +36,8 @@ def timeline_origin(meta: dict, samples: dict, steps: list) -> int | None:
     return min(firsts, default=None)
 
 
-def analyze(records: list, all_steps: list, samples: dict, status: dict, meta: dict, origin_ns: int | None) -> dict:
+def analyze(records: list, all_steps: list, samples: dict, status: dict, meta: dict, origin_ns: int | None,
+            valid: list | None = None, split: tuple | None = None) -> dict:
     """{"summary": {"hardware": ..., "energy": ...}, "findings": [...], "timelines": {...}}; time series count
     seconds from origin_ns (timeline_origin)."""
     steady = steady_steps(all_steps, T.WARMUP_STEPS)
@@ -59,8 +60,10 @@ def analyze(records: list, all_steps: list, samples: dict, status: dict, meta: d
     hw["disks"], tl["disks"] = devices.disks(samples.get("storage", []))
     hw["membw"], tl["membw"] = devices.membw(samples.get("membw", []))
 
-    intervals = energy.phase_intervals(iter_records(records))
     sources = {"gpu": energy.gpu_segments(samples.get("gpu", [])), "cpu": energy.rapl_segments(samples.get("rapl", []))}
+    # the phase intervals only where there is power to split (a long run's records are not walked for nothing)
+    intervals = energy.phase_intervals(valid if valid is not None else iter_records(records), split) \
+        if any(sources.values()) else []
     en = energy.summarize(all_steps, steady, intervals, sources)
     if not en.get("available") and "reason" not in en:
         en["reason"] = "no power source: GPU (NVML): " + _why(status, "gpu", samples) + \

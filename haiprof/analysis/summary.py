@@ -49,7 +49,10 @@ def _trace_results(run_dir: RunDir) -> dict:
 def analyze(run_dir: RunDir, extra_findings: list | None = None) -> RunData:
     meta = run_dir.read_meta()
     records = run_dir.read_phase_records()
-    all_steps, step_info = step_analysis.build_steps(iter_records(records))
+    # one validated list and one split for every analysis (a million-step run's records are walked once)
+    valid = list(iter_records(records))
+    split = step_analysis.split_records(valid)
+    all_steps, step_info = step_analysis.build_steps(valid, split)
     steady = step_analysis.steady_steps(all_steps, T.WARMUP_STEPS)
     share = step_analysis.phase_share(steady)
     stats = step_analysis.step_time_stats(steady)
@@ -62,7 +65,7 @@ def analyze(run_dir: RunDir, extra_findings: list | None = None) -> RunData:
     trace_findings = op_trace.pop("findings", []) if op_trace else []
     # CUDA runs: the device timeline decides shares, step time and verdict (haiprof/device_analysis.py); the
     # trace's launch statistics stay as evidence (its kernel time per step sets the kernel density).
-    device = device_analysis.analyze(list(iter_records(records)), op_trace) if n else None
+    device = device_analysis.analyze(valid, op_trace, split) if n else None
     if device is not None:
         share, stats["steady"], findings = device["phase_share"], device["steady_s"], device["findings"]
         findings += [f for f in trace_findings if f.get("kind") != "launch"]
@@ -82,7 +85,7 @@ def analyze(run_dir: RunDir, extra_findings: list | None = None) -> RunData:
     status = run_dir.read_status()
     # -- hardware collectors: GPU, links, NUMA, disks, energy; input-bound split (analysis/hardware.py) --
     origin = hw_analysis.timeline_origin(meta, samples, all_steps)   # one time origin for every chart
-    hw = hw_analysis.analyze(records, all_steps, samples, status, meta, origin)
+    hw = hw_analysis.analyze(records, all_steps, samples, status, meta, origin, valid, split)
     findings = hw_analysis.refine_io(findings, records, all_steps, samples, hw["summary"]["hardware"], meta)
     findings += hw["findings"]
     neighbour = utilization.neighbour_finding(samples.get("system", []), T.HOST_SATURATED, T.NEIGHBOUR_CORES)
