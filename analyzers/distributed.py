@@ -190,6 +190,7 @@ def rank_rows(ranks: list[RankInput], expected: list[int], failures: dict,
         script_exit = m.get("exit_code")
         row = {"rank": rank, "host": m.get("host"), "node_rank": m.get("node_rank"),
                "local_rank": m.get("local_rank"), "pid": m.get("pid"), "source": r.source, "steps": r.all_steps,
+               "dir": m.get("run_dir"),   # the rank's directory on its own host
                "step_time_median_s": _median(durs) if durs else None,
                "step_time_p90_s": sorted(durs)[int(0.9 * (len(durs) - 1))] if durs else None,
                "phase_share": {k: round(v, 6) for k, v in phase_share(r.steps).items()},

@@ -39,5 +39,9 @@ def test_ddp_page(browser, tmp_path):  # noqa: F811
     note = page.locator("#phases .note").first.inner_text() if page.locator("#phases .note").count() else ""
     assert "0 step(s)" not in note
     assert page.locator('#ops a[href^="rank-0/"]').count() >= 1
+    # every rank's host and its directory (where the rank wrote, on its host) are named
+    table = page.locator("#rank-table").inner_text()
+    for row in s["distributed"]["ranks"]:
+        assert row["host"] in table and row["dir"] and row["dir"] in table.replace("\n", ""), row
     page.screenshot(path=artifact("report-ddp.png"), full_page=True)
     page.close()

@@ -164,7 +164,7 @@ pre{white-space:pre-wrap;font-size:12px;background:#f6f6f6;padding:6px} code{bac
 #next{border:2px solid #4c78a8;border-radius:8px;padding:4px 14px 10px;background:#f5f8fc}#next h3{border:0;margin:6px 0}
 .next-title{font-size:18px;font-weight:600}.next-why,.next-gain,.next-cmd{margin-top:4px}.next-gain{color:#2a7a2a;font-weight:600}
 #toc{margin:12px 0;padding:6px 0;border-bottom:1px solid #ddd;font-size:14px}#toc a{color:#2a5d9f;text-decoration:none}
-table.grid code{word-break:break-all}.scroll-x{max-width:100%;overflow-x:auto}th{text-align:left;font-weight:600;background:#fafafa}table.grid th{border:1px solid #ddd;padding:3px 8px}
+table.grid code{word-break:break-all}.scroll-x{max-width:100%;overflow-x:auto}#rank-table td:last-child{word-break:break-all;min-width:14em}th{text-align:left;font-weight:600;background:#fafafa}table.grid th{border:1px solid #ddd;padding:3px 8px}
 """
 
 TITLES = {"verdict": "Verdict", "next": "Do this next", "fixes": "Fixes", "findings": "Findings", "trace": "Trace",

@@ -40,11 +40,13 @@ def section_ranks(d, figs) -> str:
         status = f"{r.get('status')}" + (f" ({r.get('exit_code')})" if r.get("exit_code") not in (0, None) else "")
         cells = [r["rank"], where, status, r.get("steps"),
                  f"{_ms(r.get('step_time_median_s'))} / {_ms(r.get('step_time_p90_s'))}"] + \
-                [_pct(share.get(p)) if share else "" for p in PHASES] + [r.get("source")]
+                [_pct(share.get(p)) if share else "" for p in PHASES] + \
+                [f"{r.get('source')}: {r['dir']}" if r.get("dir") else r.get("source")]
         cls = "" if r.get("status") == "ok" else ' class="warn"'
         rows_html.append(f"<tr{cls}>" + "".join(f"<td>{_esc(c)}</td>" for c in cells) + "</tr>")
     head = "".join(f"<th>{h}</th>" for h in ["rank", "host · node · local rank", "status", "steps",
-                                            "median / p90 ms", *(SHORT[p] for p in PHASES), "data via"])
+                                            "median / p90 ms", *(SHORT[p] for p in PHASES),
+                                            "data via: directory on its host"])
     hosts = "; ".join(f"{_esc(h)}: ranks {', '.join(map(str, rs))}" for h, rs in dist.get("hosts", {}).items())
     parts = [f'<section id="ranks"><h3>Ranks</h3><p>{dist["world_size"]} rank(s). Hosts: {hosts or "n/a"}</p>',
              f'<div class="scroll-x"><table class="grid" id="rank-table"><tr>{head}</tr>{"".join(rows_html)}'

@@ -146,6 +146,7 @@ def run(opts: RunOptions) -> int:
     import torch  # noqa: F401  (the script imports it anyway; timed apart from our own set-up)
     t_torch = time.perf_counter() - t_torch
     meta = collect_meta(opts, target_name)
+    meta["run_dir"] = str(run_dir.path)   # where this run (a rank: on its own node) wrote its data
     if os.environ.get("RANK", "").isdigit():   # a rank's baseline is the same rank's earlier run
         meta.setdefault("rank", int(os.environ["RANK"]))
     # --- fixes (haiprof run --fix): choose them (may run a diagnosis pass) before our run dir exists ---
