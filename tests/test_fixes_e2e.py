@@ -210,3 +210,21 @@ def test_a_baseline_recorded_under_other_conditions_is_not_used_silently(tmp_pat
     assert s["findings"][0]["kind"] == "fix-unreliable"
     assert "comparison unreliable" in r.stderr and "noise (p10-p90" in r.stderr
     assert gain["noise"]["before"] is not None and gain["baseline_age_s"] is not None
+
+
+def test_a_stale_baseline_is_re_measured_right_before(tmp_path):
+    """The latest unfixed run is hours old: the fixed run re-measures a short baseline first, on the machine as
+    it is now, and compares with that (said on stderr), not with the old run."""
+    args = ["--steps", "10", "--latency-ms", "1"]
+    runs = tmp_path / "runs"
+    old = runs / "old"
+    assert run_haiprof("run", "--quiet", "--out", old, WORKLOAD, *args).returncode == 0
+    meta = json.loads((old / "meta.json").read_text())
+    meta["start_time"] -= 7200
+    meta["end_time"] -= 7200
+    (old / "meta.json").write_text(json.dumps(meta))
+    r = run_haiprof("run", "--fix", "fused-optim", "--out", runs / "fixed", WORKLOAD, *args, timeout=400)
+    assert r.returncode == 0, r.stderr
+    assert "120 min old: re-measuring a 20-step baseline first" in r.stderr and "[baseline]" not in r.stdout
+    base = load_summary(runs / "fixed")["comparison"]["baseline_run"]
+    assert base != str(old.resolve()) and "-baseline" in base, base
