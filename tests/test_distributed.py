@@ -57,6 +57,7 @@ def test_unshaped_compute_heavy_is_not_communication(tmp_path):
         assert abs(sum(row["phase_share"].values()) - 1) < 0.01
         assert row["phase_share"]["allreduce"] > 0      # DDP's sync inside backward was seen
     assert abs(sum(s["phase_share"].values()) - 1) < 0.01
+    assert s["step_time_s"]["steady"] > 0 and s["step_time_s"]["median"] > 0   # the summary contract, for a job
     assert d["comm"]["steps_compared"] == 4 and d["ddp"]["comm_ms"] > 0
     meta = json.loads((out / "rank-1" / "meta.json").read_text())
     assert meta["rank"] == 1 and meta["local_rank"] == 1 and meta["host"] == socket.gethostname()

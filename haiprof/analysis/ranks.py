@@ -64,6 +64,9 @@ def analyze_job(run_dir: RunDir) -> RunData:
     share = D.mean_share(ranks)
     pooled = D.pooled_steps(ranks)
     stats = step_analysis.step_time_stats(pooled)
+    # the contract's steady figure for a job: the ranks' steady steps, time over count (what a clock around them
+    # reads on one rank, the ranks stepping together)
+    stats["steady"] = step_analysis.seconds_per_step(pooled)
     ref = per_rank.get(0) or (per_rank[min(per_rank)] if per_rank else None)
     n = len(ref.steps) if ref else 0
     split = D.comm_split(ranks)
