@@ -55,7 +55,7 @@ def _run_parser() -> argparse.ArgumentParser:
                "                                                    torch.distributed.run) command line\n"
                "  haiprof run --fix auto train.py                   apply what the diagnosis recommends")
     p.add_argument("--out", metavar="DIR", help="run directory (default haiprof-runs/<name>-<timestamp>/)")
-    p.add_argument("--steps", type=int, metavar="N", help="stop the script cleanly after N optimizer steps")
+    p.add_argument("--steps", type=int, metavar="N", help="stop the script cleanly after N steps (where step N+1 begins)")
     p.add_argument("--quiet", action="store_true", help="print nothing but the script's own output")
     p.add_argument("--sample-interval", type=float, default=0.5, metavar="S",
                    help="system sampling interval in seconds, jittered ±20%% (default 0.5)")
