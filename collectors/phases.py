@@ -64,25 +64,15 @@ def _hide_hooks_from_copies(hook_ids: set) -> Callable:
     made without them: the state nn.Module.__getstate__ returns leaves out the entries with our hook ids. So a
     checkpointed or EMA-copied model pickles (our hooks hold the recorder, its lock and queue), loads where haiprof
     is not installed, and a copy never records into the run. Returns the undo."""
-    import torch.nn as nn
+    from haiprof.module_state import leave_out_of_copies
 
-    original = nn.Module.__getstate__
-
-    def __getstate__(self):
-        state = original(self)
+    def without_our_hooks(state: dict) -> dict:
         for key in _HOOK_DICTS:
             hooks = state.get(key)
             if hooks and not hook_ids.isdisjoint(hooks):
                 state[key] = type(hooks)((k, v) for k, v in hooks.items() if k not in hook_ids)
         return state
-
-    __getstate__.__haiprof_wrapped__ = original
-    nn.Module.__getstate__ = __getstate__
-
-    def undo():
-        if nn.Module.__getstate__ is __getstate__:
-            nn.Module.__getstate__ = original
-    return undo
+    return leave_out_of_copies(without_our_hooks)
 
 
 class PhaseRecorder:

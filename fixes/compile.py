@@ -38,23 +38,14 @@ def keep_copies_eager(ctx: FixContext, torch) -> None:
     """A compiled forward is an instance attribute, and a compiled function does not pickle: the state that
     copy.deepcopy, pickle and torch.save(model) take leaves it out, so the copy is the eager model (it loads where
     haiprof is not) and the script's checkpoint or EMA copy works as without the fix."""
-    nn = torch.nn
-    original = nn.Module.__getstate__
+    from haiprof.module_state import leave_out_of_copies
 
-    def __getstate__(self):
-        state = original(self)
+    def eager(state: dict) -> dict:
         if getattr(state.get("forward"), "__haiprof_compiled__", False):
             state = dict(state)
             del state["forward"]
         return state
-
-    __getstate__.__haiprof_wrapped__ = original
-    nn.Module.__getstate__ = __getstate__
-
-    def undo():
-        if nn.Module.__getstate__ is __getstate__:
-            nn.Module.__getstate__ = original
-    ctx.on_undo(undo)
+    ctx.on_undo(leave_out_of_copies(eager))
 
 
 def compile_model(ctx: FixContext, module, mode: str | None, torch) -> str:
