@@ -9,6 +9,7 @@ from __future__ import annotations
 
 import functools
 import os
+import threading
 import time
 import warnings
 import weakref
@@ -121,6 +122,7 @@ class PhaseRecorder:
         # Inside the DataLoader's __next__ (num_workers=0): modules that run there are preprocessing (torchvision
         # transforms are nn.Modules), their time is loading, not the model's forward.
         self._in_loader = 0
+        self._loader_thread = None   # the thread inside __next__: another thread's forward is still the model's
         self.optimizer_made = False   # any torch.optim.Optimizer built while installed: steps are its steps
         self._fwd_phase = "forward"
 
@@ -191,7 +193,7 @@ class PhaseRecorder:
         raise StepLimitReached(self.steps)
 
     def _forward_pre(self, module, args):
-        if self._in_loader:
+        if self._in_loader and threading.get_ident() == self._loader_thread:
             return
         if self._depth == 0:
             if self.limit_hit_ns is not None and module.training and self._grad_enabled():
@@ -208,7 +210,7 @@ class PhaseRecorder:
         self._depth += 1
 
     def _forward_post(self, module, args, output):
-        if self._in_loader:
+        if self._in_loader and threading.get_ident() == self._loader_thread:
             return
         self._depth -= 1
         if self._depth <= 0:
@@ -310,6 +312,7 @@ class PhaseRecorder:
             event = None if host_only else gpu_begin()
             if host_only:
                 recorder._in_loader += 1
+                recorder._loader_thread = threading.get_ident()
             try:
                 return fn(*args, **kwargs)
             finally:

@@ -88,8 +88,9 @@ def test_run_ending_inside_the_window_keeps_a_partial_trace(tmp_path):
     s = load_summary(out)
     # Steps 2..4 are traced (profiler warm-up, 2 recorded; the run ended before the export step).
     assert _traced_indices(out) == [2, 3, 4]
-    # one untraced step is no statistic: the traced ones join it, flagged (analyzers/steps.MIN_UNTRACED)
-    assert s["traced_steps_excluded"] == 0 and s["steps_analyzed"] == 4 and s["traced_steps_included"]
+    # one untraced step is no statistic: the traced ones join it, flagged (analyzers/steps.MIN_UNTRACED); on a
+    # loaded machine the first of them may be a slow start, dropped as such (steps.steady_steps)
+    assert s["traced_steps_excluded"] == 0 and s["steps_analyzed"] in (3, 4) and s["traced_steps_included"]
     assert s["launch"]["cpu"]["steps"] == 2
 
 
