@@ -11,7 +11,6 @@ from __future__ import annotations
 from . import thresholds as T
 from .verdict import removable
 
-COMM_GAIN = T.REMOVABLE["communication"]
 PAGEABLE_NOTABLE = 0.05  # pageable host-to-device copies above this share of GPU time: say "pin memory"
 
 
@@ -43,7 +42,7 @@ def _io(f: dict, s: dict) -> dict:
     reason = "; ".join(waits)
     if f.get("recommendation"):   # a sentence of its own: the input split's advice (workers, storage)
         reason += ". " + f["recommendation"].rstrip(".")
-    return {"title": title, "reason": reason, "gain_share": T.REMOVABLE["io"] * f.get("share", 0.0)}
+    return {"title": title, "reason": reason, "gain_share": removable(f)}
 
 
 def _compute(f: dict, s: dict) -> dict:
@@ -64,12 +63,12 @@ def _launch(f: dict, s: dict) -> dict:
     title = {"fused-optim": "Use the fused optimizer (fewer, larger kernels per step)",
              "compile": "Compile the model (torch.compile) to fuse many small kernels",
              "cuda-graphs": "Capture the step in a CUDA graph"}.get(fix, "Reduce per-kernel launch overhead")
-    return {"title": title, "reason": f["message"].split(" (")[0], "gain_share": T.REMOVABLE["launch"] * f.get("share", 0.0)}
+    return {"title": title, "reason": f["message"].split(" (")[0], "gain_share": removable(f)}
 
 
 def _comm(f: dict, s: dict) -> dict:
     return {"title": "Compress gradients or enlarge DDP buckets", "reason": f["message"],
-            "gain_share": COMM_GAIN * f.get("share", 0.0)}
+            "gain_share": removable(f)}
 
 
 def _memory(f: dict, s: dict) -> dict:

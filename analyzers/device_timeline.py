@@ -159,6 +159,13 @@ def _unresolved_tail(steps: list[DeviceStep], ends: list, step_marks: list, host
     return out
 
 
+def kernel_busy(busy: dict, density: float | None) -> float:
+    """Busy in the one meaning the report uses on CUDA runs, kernels and copies: the compute spans (and work
+    assumed for unresolved ones) scaled by the kernel density, copy and collective spans in full."""
+    dens = 1.0 if density is None else density
+    return sum(v * (dens if p in COMPUTE or p == "unrecorded" else 1.0) for p, v in busy.items())
+
+
 def kernel_density(steps: list[DeviceStep], kernel_ns_per_step: float | None) -> float | None:
     """Share of the compute spans in which kernels ran: kernel time per step, from the tracing window's whole
     steps, over the mean CUDA-event compute span of `steps` (the steady ones: the profiler slows the host, and so

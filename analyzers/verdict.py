@@ -13,6 +13,7 @@ Decision (thresholds in thresholds.py):
 from __future__ import annotations
 
 from . import thresholds as T
+from .device_timeline import kernel_busy
 
 FIXES_FOR = {
     "io": ["prefetch"],
@@ -171,7 +172,7 @@ def device_findings(sh: dict, steady_s: float | None, kernel_source: str | None 
     b, busy, idle = sh["bound"], sh["busy"], sh["idle"]
     dens = sh.get("kernel_density")
     # busy = kernels and copies, the one figure the GPU section, its chart and the kernel table also show
-    busy_kc = b["compute"] + sum(v for p, v in busy.items() if p not in ("forward", "backward", "optimizer"))
+    busy_kc = kernel_busy(busy, dens)
     per_step = f"{_ms(steady_s)}/step on the device over {sh['steps']} steady steps, GPU busy {_pct(busy_kc)}"
     ev = {"timeline": "device", "bound_share": dict(b), "busy_share": busy_kc, "idle_share": 1.0 - busy_kc,
           "span_share": sh["busy_share"], "kernel_density": dens, "steady_step_s": steady_s, "steps": sh["steps"]}

@@ -46,11 +46,7 @@ def analyze(records, op_trace: dict | None, split: tuple | None = None) -> dict 
     # and collective spans in full), the same figure in the headline, the GPU section, its chart and the kernel
     # table. The gaps between kernels inside the spans are idle time with a cause of their own.
     dens = 1.0 if density is None else density
-
-    def kernel_busy(busy: dict) -> float:
-        return sum(v * (dens if p in D.COMPUTE or p == "unrecorded" else 1.0) for p, v in busy.items())
-
-    busy_share = kernel_busy(sh["busy"])
+    busy_share = D.kernel_busy(sh["busy"], density)
     idle_by_host = dict(sh["idle"])
     if density is not None:
         idle_by_host["inside_spans"] = sum(sh["busy"][p] for p in D.COMPUTE) * (1.0 - dens)
@@ -61,7 +57,7 @@ def analyze(records, op_trace: dict | None, split: tuple | None = None) -> dict 
         "busy": sh["busy"], "idle_by_host": idle_by_host, "bound": sh["bound"], "launch_parts": sh["launch_parts"], "kernel_density": density,
         "kernel_source": source,
         "per_step": [{"index": st.index, "start_ns": st.start_ns, "duration_s": st.duration_ns / 1e9,
-                      "busy_s": kernel_busy(st.busy) / 1e9, "traced": st.traced,
+                      "busy_s": D.kernel_busy(st.busy, density) / 1e9, "traced": st.traced,
                       **({"estimated_end": True} if st.estimated else {})} for st in steps],
         "steps_estimated": sum(st.estimated for st in steps),
     }

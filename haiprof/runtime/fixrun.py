@@ -105,7 +105,8 @@ def fix_history(parent: Path, key: tuple, exclude: Path | None = None) -> list[d
                 fx = (rd.read_summary().get("fixes") or {})
             except (OSError, ValueError):
                 fx = {}
-            applied = [r["id"] for r in fx.get("results") or [] if r.get("status") == "applied"]
+            from ..analysis.fix_results import applied_ids
+            applied = applied_ids(fx)
             if applied:
                 out.append({"run": str(rd.path.resolve()), "applied": applied, "gain": {},
                             "crashed": meta["exit_code"]})

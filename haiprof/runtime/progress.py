@@ -204,7 +204,6 @@ class LiveStatus:
         self._stop = threading.Event()
         self._thread: threading.Thread | None = None
         self._rows = 0                        # the terminal's height when the row was reserved; 0: not reserved
-        self._drawn = False
         self._t0 = time.monotonic()
         self._prev_excepthook = sys.excepthook
         # Redraws and stop() take turns (reentrant: stop() from the excepthook while our thread draws).
@@ -256,7 +255,7 @@ class LiveStatus:
         """Erase the status row and give the whole terminal back to the scroll region (cursor kept)."""
         if not self._rows:
             return
-        rows, self._rows, self._drawn = self._rows, 0, False
+        rows, self._rows = self._rows, 0
         now = self._size()[0]
         erase = f"\x1b[{rows};1H\x1b[2K" if rows <= now else ""
         try:
@@ -266,13 +265,11 @@ class LiveStatus:
 
     def _draw(self, line: str) -> None:
         self._emit(f"{SAVE}\x1b[{self._rows};1H\x1b[2K{line}{RESTORE}")
-        self._drawn = True
 
     def _after_fork(self) -> None:
         # A forked child (DataLoader worker) may inherit the lock held by our thread, and never draws.
         self._lock = threading.RLock()
         self._rows = 0
-        self._drawn = False
 
     def _excepthook(self, *exc_info):
         self.stop()

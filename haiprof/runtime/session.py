@@ -88,9 +88,10 @@ def _gpus() -> list[str]:
     return out
 
 
-def collect_meta(opts: RunOptions, target_name: str) -> dict:
+def collect_meta(opts: RunOptions, target_name: str, run_dir: RunDir) -> dict:
     import torch
     return {
+        "run_dir": str(run_dir.path),   # where this run (a rank: on its own node) wrote its data
         "haiprof_version": __version__, "haiprof_argv": opts.haiprof_argv,
         "target_argv": ([sys.executable, "-m", opts.module] if opts.module else [sys.executable, opts.script])
         + list(opts.args),
@@ -145,8 +146,7 @@ def run(opts: RunOptions) -> int:
     t_torch = time.perf_counter()
     import torch  # noqa: F401  (the script imports it anyway; timed apart from our own set-up)
     t_torch = time.perf_counter() - t_torch
-    meta = collect_meta(opts, target_name)
-    meta["run_dir"] = str(run_dir.path)   # where this run (a rank: on its own node) wrote its data
+    meta = collect_meta(opts, target_name, run_dir)
     if os.environ.get("RANK", "").isdigit():   # a rank's baseline is the same rank's earlier run
         meta.setdefault("rank", int(os.environ["RANK"]))
     # --- fixes (haiprof run --fix): choose them (may run a diagnosis pass) before our run dir exists ---

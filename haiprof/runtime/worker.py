@@ -89,9 +89,8 @@ def main(argv: list[str]) -> int:
                                trace_at=tuple(int(x) for x in opts["trace_at"].split(",")) if opts["trace_at"] else (),
                                trace_every_min=float(opts["trace_every"]) if opts["trace_every"] else None)
     gather = RankGather(run_root, rank, world)
-    meta = session.collect_meta(ropts, target_name)
-    meta.update(info, distributed_rank=True, gather_token=gather.token,
-                run_dir=str(run_dir.path))   # where this rank wrote its data, on its own node
+    meta = session.collect_meta(ropts, target_name, run_dir)
+    meta.update(info, distributed_rank=True, gather_token=gather.token)
     run_dir.write_meta(meta)
     gather.start()
     if gather.reason:
