@@ -18,9 +18,12 @@ def section_slowest(d, figs) -> str:
         ph = r.get("phases_ms") or {}
         cells = "".join(f"<td>{ph[p]:.3g}</td>" if ph.get(p) else "<td></td>" for p in PHASE_ORDER)
         notes = esc("; ".join(r.get("notes") or []))
-        body.append(f"<tr><td>{r['step']}</td><td><b>{r['time_ms']:.3g}</b></td>{cells}<td>{notes}</td></tr>")
+        step = int(r["step"])   # a link that zooms the step chart onto the step (render/js/steps.js)
+        body.append(f'<tr data-step="{step}"><td><a class="zoom-step" href="#fig-steps" data-step="{step}" '
+                    f'title="show step {step} in the step chart">{step}</a></td><td><b>{r["time_ms"]:.3g}</b></td>'
+                    f'{cells}<td>{notes}</td></tr>')
     ref = f" The median step is {median * 1e3:.3g} ms." if median else ""
     return (f'<section id="slowest"><h3>Slowest steps</h3><p class="note">The {len(rows)} slowest steps after '
-            f'warm-up and outside the tracing windows, in ms.{ref}</p><div style="overflow-x:auto">'
+            f'warm-up and outside the tracing windows, in ms.{ref} Click a step to see it in the step chart.</p><div style="overflow-x:auto">'
             f'<table class="grid"><tr><th>step</th><th>time</th>{head}<th>what else happened</th></tr>'
             f'{"".join(body)}</table></div></section>')
