@@ -92,7 +92,7 @@ def step_chart(cols: dict, warmup: int, phases, traced=(), title: str = "Time pe
     wu = warmup if n > warmup else 0
     shapes = StepAxis.shapes(first, int(idx[-1]), wu, sorted(traced_set))
     layout = _layout(title, "ms", unit="ms", barmode="stack", bargap=0.2 if k == 1 else 0, shapes=shapes,
-                     annotations=notes, xaxis={"title": {"text": "step"},
+                     annotations=notes, xaxis={"title": {"text": "step"}, "exponentformat": "none",
                                                "range": [first - 0.5, int(idx[-1]) + 0.5]}, yaxis=yaxis)
     fig = {"data": traces, "layout": layout,
            "shading": {"warmup": [first, first + wu - 1] if wu else None,
@@ -108,7 +108,10 @@ def step_chart(cols: dict, warmup: int, phases, traced=(), title: str = "Time pe
         layout["xaxis"]["rangeslider"] = {"visible": True, "thickness": 0.08,
                                           "range": [first - 0.5, int(idx[-1]) + 0.5]}
         layout["yaxis"]["fixedrange"] = True    # a drag zooms the steps, not the milliseconds
-        layout["height"] = 380
+        layout["height"] = 400
+        # the slider takes the space under the axis: the legend goes between the title and the plot
+        layout["legend"] = {"orientation": "h", "x": 0, "y": 1.0, "yanchor": "bottom"}
+        layout["margin"] = {**layout["margin"], "t": 80}
         if zoom["k"] > 1:   # said in the chart: the finest zoom is a group of steps
             layout["title"]["text"] += (f"; finest zoom: groups of {zoom['k']} steps (every step of a "
                                         f"{n}-step run does not fit in the report)")
@@ -207,7 +210,7 @@ class StepAxis:
 
     def layout(self) -> dict:
         first, last = self.spans[0][0], self.spans[-1][0]
-        return {"xaxis": {"title": {"text": "step"}, "range": [first - 0.5, last + 0.5]},
+        return {"xaxis": {"title": {"text": "step"}, "range": [first - 0.5, last + 0.5], "exponentformat": "none"},
                 "shapes": self.shapes(first, last, self.warmup, self.traced)}
 
 
@@ -225,6 +228,7 @@ def timeline_chart(title: str, ytitle: str, series: list[tuple[str, list, list]]
         mapped = axis.series(series)
         if sum(len(x) for _, x, _ in mapped) >= 2:   # else the run was too short for a sample inside a step
             title, series, extra = title + axis.left_out(series), mapped, axis.layout()
+    series = [(name, *thin(x, y)) for name, x, y in series]   # a days-long run: bucket means, not every sample
     traces = [{"type": "scatter", "mode": "lines", "name": safe_text(name), "x": x, "y": y}
               for name, x, y in series if x]
     return {"data": traces, "layout": _layout(title, ytitle, **extra)}
@@ -244,3 +248,22 @@ def with_hover(figs: dict) -> dict:
             t["hovertemplate"] = (f"%{{y}}: %{{x:.3g}}{unit}" if t.get("orientation") == "h"
                                   else f"{where}: %{{y:.3g}}{unit}")
     return figs
+
+
+def thin(xs: list, *series: list, max_points: int = MAX_BARS) -> tuple[list, ...]:
+    """A per-step series of a long run as at most max_points bucket means (x: the bucket's centre), so a page
+    never carries a million JSON numbers; None values (no data for a step) are left out of the means."""
+    n = len(xs)
+    k = -(-n // max_points) if n > max_points else 1
+    if k == 1:
+        return (list(xs), *[list(s) for s in series])
+    starts = np.arange(0, n, k)
+    x = np.asarray(xs, dtype=np.float64)
+    cnt = np.diff(np.append(starts, n))
+    out = [((np.add.reduceat(x, starts) / cnt)).tolist()]
+    for s in series:
+        v = np.asarray([np.nan if y is None else y for y in s], dtype=np.float64)
+        ok = ~np.isnan(v)
+        tot, num = np.add.reduceat(np.where(ok, v, 0.0), starts), np.add.reduceat(ok.astype(np.int64), starts)
+        out.append([None if c == 0 else t / c for t, c in zip(tot.tolist(), num.tolist())])
+    return tuple(out)
