@@ -1,5 +1,6 @@
 """report.html in a real headless Chromium: no console errors, no network, verdict shown, charts drawn,
 run-supplied text inert."""
+import json
 import shutil
 
 import pytest
@@ -75,6 +76,18 @@ def test_report_renders_offline(browser, tmp_path):
         assert page.locator(f"#fig-{fig} .main-svg").count() >= 1, fig
     assert page.locator("#fig-steps .bars path").count() >= 10
     assert page.locator("#fig-cpu .scatterlayer .js-line").count() >= 1
+    # plotly.js's cartesian bundle: a heatmap trace is there for the job page's ranks x steps chart
+    assert page.evaluate("typeof Plotly.newPlot === 'function' && 'heatmap' in Plotly.PlotSchema.get().traces")
+    # every trace hovers with its unit; the charts follow the window's width (plotly's responsive config)
+    figs = json.loads(page.locator("#haiprof-figures").text_content())
+    assert all(" ms" in t["hovertemplate"] for t in figs["steps"]["data"])
+    assert all("% of one core" in t["hovertemplate"] for t in figs["cpu"]["data"])
+    wide = page.locator("#fig-cpu .main-svg").first.bounding_box()["width"]
+    page.set_viewport_size({"width": 700, "height": page.viewport_size["height"]})
+    page.wait_for_function("document.querySelector('#fig-cpu .main-svg').getBoundingClientRect().width < 700")
+    assert page.locator("#fig-cpu .main-svg").first.bounding_box()["width"] < wide
+    assert_lined_up(page, "steps", "cpu")   # still step for step after the redraw
+    page.set_viewport_size({"width": 1280, "height": 720})
     # utilization is drawn against the steps, lined up with the step chart: the same step label sits at the
     # same pixel on both (a seconds axis cannot be lined up with steps)
     assert_lined_up(page, "steps", "cpu")

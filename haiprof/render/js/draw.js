@@ -31,6 +31,13 @@
     return Promise.all(jobs);
   }
 
+  // a chart drawn inside a closed <details> had no width: fit it when the details open
+  document.addEventListener('toggle', function (e) {
+    if (e.target.open && window.Plotly) {
+      e.target.querySelectorAll('.js-plotly-plot').forEach(function (el) { Plotly.Plots.resize(el); });
+    }
+  }, true);
+
   inflateB64(document.getElementById('haiprof-plotly').textContent.trim()).then(function (buf) {
     var s = document.createElement('script');
     s.textContent = new TextDecoder().decode(buf);   // our vendored plotly.js, never the run's text
