@@ -55,6 +55,7 @@ def test_long_run_step_chart_zooms_to_single_steps(long_run, browser):  # noqa: 
     whole = _drawn(page)
     assert 0 < len(whole["xs"][0]) <= 2000 and "forward" in whole["names"]   # buckets over the whole run
     assert page.locator("#fig-steps .rangeslider-container").count() == 1
+    page.locator("#fig-steps").screenshot(path=artifact("long-run-whole.png"))
 
     _zoom(page, 49_999.5, 50_009.5)        # steps 50,000-50,009: ten bars, one per step, with their phases
     z = _drawn(page)
