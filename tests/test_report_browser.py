@@ -36,13 +36,14 @@ def open_report(browser, path):
 
 
 def _tick_x(page, fig) -> dict:
-    """x pixel (page coordinates) of the centre of each x-axis tick label of a drawn plotly chart."""
-    out = {}
-    for t in page.locator(f"#fig-{fig} .xaxislayer-above .xtick text").all():
-        box = t.bounding_box()
-        if box:
-            out[t.text_content()] = box["x"] + box["width"] / 2
-    return out
+    """x pixel (page coordinates) of each x-axis tick of a drawn plotly chart, by plotly's own data-to-pixel map
+    (a label's box can be nudged off its tick at the plot's edge)."""
+    return page.evaluate("""fig => {
+        const el = document.getElementById('fig-' + fig), xa = el._fullLayout.xaxis;
+        const left = el.querySelector('.main-svg').getBoundingClientRect().left, out = {};
+        for (const t of xa._vals || []) out[t.text] = left + xa._offset + xa.l2p(t.x);
+        return out;
+    }""", fig)
 
 
 def legend(page, fig) -> dict:
