@@ -89,6 +89,9 @@ def test_report_renders_offline(browser, tmp_path):
     assert page.locator("#fig-cpu .main-svg").first.bounding_box()["width"] < wide
     assert_lined_up(page, "steps", "cpu")   # still step for step after the redraw
     page.set_viewport_size({"width": 1280, "height": 720})
+    page.wait_for_function(f"document.querySelector('#fig-cpu .main-svg').getBoundingClientRect().width >= {wide}")
+    heights = page.evaluate("Array.from(document.querySelectorAll('.chart .main-svg'), e => e.getBoundingClientRect().height)")
+    assert min(heights) >= 150, heights   # a resize keeps each chart's height (no chart collapses onto the next)
     # utilization is drawn against the steps, lined up with the step chart: the same step label sits at the
     # same pixel on both (a seconds axis cannot be lined up with steps)
     assert_lined_up(page, "steps", "cpu")

@@ -23,6 +23,8 @@
       var el = document.getElementById('fig-' + key), fig = figs[key];
       if (!el) return;
       var layout = Object.assign({autosize: true}, fig.layout || {});
+      // a responsive plot takes its height from its element on every resize: give the element the figure's
+      el.style.height = (layout.height || 450) + 'px';
       var job = window.haiprofSteps && (fig.zoom || fig.shading)
         ? window.haiprofSteps.attach(el, fig, layout, CONFIG)
         : Plotly.newPlot(el, fig.data || [], layout, CONFIG);
