@@ -56,6 +56,10 @@ def test_long_run_step_chart_zooms_to_single_steps(long_run, browser):  # noqa: 
     assert 0 < len(whole["xs"][0]) <= 2000 and "forward" in whole["names"]   # buckets over the whole run
     assert page.locator("#fig-steps .rangeslider-container").count() == 1
     page.locator("#fig-steps").screenshot(path=artifact("long-run-whole.png"))
+    # the one warm-up step stays visible over 100,000 steps: at least 1/250 of the view, labelled
+    warm = page.evaluate("document.getElementById('fig-steps')._fullLayout.shapes.map(s => [s.x0, s.x1])")
+    assert len(warm) == 1 and warm[0][1] - warm[0][0] >= N / 250 * 0.99, warm
+    assert "warm-up" in page.locator("#fig-steps .annotation").all_text_contents()
 
     _zoom(page, 49_999.5, 50_009.5)        # steps 50,000-50,009: ten bars, one per step, with their phases
     z = _drawn(page)
@@ -77,7 +81,8 @@ def test_long_run_step_chart_zooms_to_single_steps(long_run, browser):  # noqa: 
 
     # the slowest steps: the injected one first; its link zooms the chart onto it
     first = page.locator("#slowest tr[data-step]").first
-    assert first.get_attribute("data-step") == str(SLOW)
+    assert first.get_attribute("data-step") == str(SLOW) and page.locator("#slowest tr[data-step]").count() == 20
+    assert "host and GPU around it" in page.locator("#slowest-table tr").first.inner_text()
     assert s["slowest_steps"][0]["step"] == SLOW and s["slowest_steps"][0]["time_ms"] > 300
     first.locator("a.zoom-step").click()
     page.wait_for_function(f"document.getElementById('fig-steps').dataset.range === '{SLOW - 10.5},{SLOW + 10.5}'")
