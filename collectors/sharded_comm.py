@@ -23,6 +23,7 @@ from __future__ import annotations
 import functools
 import os
 import threading
+from collections import deque
 import time
 from typing import Callable
 
@@ -37,6 +38,7 @@ KINDS = {
     "_reduce_scatter_base": "reduce_scatter", "all_reduce": "all_reduce",
 }
 SHARDED = ("all_gather", "reduce_scatter")
+PENDING_MAX = 1 << 16
 
 
 class ShardedCommObserver:
@@ -45,7 +47,8 @@ class ShardedCommObserver:
     def __init__(self, append: Callable, clock=time.monotonic_ns):
         self._append = append
         self._clock = clock
-        self._lock = threading.Lock()      # completions arrive on the backend's thread
+        # bounded: a script with no optimizer step never sums them (its records stay the phase recorder's)
+        self._pending: deque = deque(maxlen=PENDING_MAX)
         self._undo: list[Callable] = []
         self._owner_pid = os.getpid()
         self._inside = threading.local()   # in one of our collectives: its own internal wait is not counted twice
@@ -59,34 +62,30 @@ class ShardedCommObserver:
         self._async = 0
 
     # -- records ------------------------------------------------------------------------------------------------
-    def _done(self, kind: str, start: int, end: int, blocked: int, nbytes: int, is_async: bool) -> None:
-        with self._lock:
-            self._span[kind] += end - start
-            self._calls[kind] += 1
-            self._bytes += nbytes
-            self._exposed += blocked
-            self._async += is_async
-
-    def _waited(self, blocked: int) -> None:
-        with self._lock:
-            self._exposed += blocked
-
+    # Each collective and each wait is one deque.append (atomic, from any thread: completions arrive on the
+    # backend's); they are summed once per optimizer step.
     def _after_step(self, *_args) -> None:
-        with self._lock:
-            if not any(self._calls[k] for k in SHARDED):
-                self._reset()
-                return
+        done = self._pending
+        while done:
+            kind, start, end, blocked, nbytes, is_async = done.popleft()
+            if kind is not None:
+                self._span[kind] += end - start
+                self._calls[kind] += 1
+                self._bytes += nbytes
+                self._async += is_async
+            self._exposed += blocked
+        if any(self._calls[k] for k in SHARDED):
             stats = {"source": SOURCE, "comm_ns": sum(self._span.values()), "exposed_ns": self._exposed,
                      "span_ns": {k: v for k, v in self._span.items() if self._calls[k]},
                      "calls": {k: v for k, v in self._calls.items() if v}, "bytes": self._bytes,
                      "async_calls": self._async}
-            self._reset()
-        t = self._clock()
-        self._append((STATS_MARK, t, t, stats))
+            t = self._clock()
+            self._append((STATS_MARK, t, t, stats))
+        self._reset()
 
     # -- wrappers -------------------------------------------------------------------------------------------------
     def _wrap(self, name: str, fn: Callable) -> Callable:
-        kind, clock, done, inside = KINDS[name], self._clock, self._done, self._inside
+        kind, clock, done, inside = KINDS[name], self._clock, self._pending.append, self._inside
 
         @functools.wraps(fn)
         def wrapper(*args, **kwargs):
@@ -101,9 +100,9 @@ class ShardedCommObserver:
                 nbytes = _bytes(kind, args, kwargs)
                 future = work.get_future() if work is not None and hasattr(work, "get_future") else None
                 if future is None:
-                    done(kind, start, end, end - start, nbytes, False)
+                    done((kind, start, end, end - start, nbytes, False))
                 else:   # the span ends when the backend completes it; waiting on it is timed in Work.wait
-                    future.add_done_callback(lambda _f: done(kind, start, clock(), end - start, nbytes, True))
+                    future.add_done_callback(lambda _f: done((kind, start, clock(), end - start, nbytes, True)))
             except Exception:   # a backend without futures: its span is unknown, the collective is untouched
                 pass
             return work
@@ -112,7 +111,7 @@ class ShardedCommObserver:
         return wrapper
 
     def _wrap_wait(self, fn: Callable) -> Callable:
-        clock, append, waited, inside = self._clock, self._append, self._waited, self._inside
+        clock, append, done, inside = self._clock, self._append, self._pending.append, self._inside
 
         @functools.wraps(fn)
         def wait(work, *args, **kwargs):
@@ -124,7 +123,7 @@ class ShardedCommObserver:
             finally:
                 end = clock()
                 append(("allreduce", start, end))
-                waited(end - start)
+                done((None, start, end, end - start, 0, False))
 
         wait.__haiprof_sharded__ = fn
         return wait
