@@ -1,8 +1,9 @@
 """Collective timing for sharded data parallel (FSDP2's fully_shard, the FullyShardedDataParallel wrapper): how
 long its all-gathers and reduce-scatters take, and how much of that the training thread spent waiting.
 
-FSDP launches its collectives from Python (torch.distributed.all_gather_single / reduce_scatter_single in FSDP2,
-all_gather_into_tensor / reduce_scatter_tensor in the wrapper), so every call is seen by wrapping those functions.
+FSDP launches its collectives from Python (torch.distributed.all_gather_single / reduce_scatter_single in FSDP2 and
+the wrapper, which on CPU all-gathers into a list with all_gather), so every call is seen by wrapping those
+functions.
 The phase collector already times each call on the training thread as an "allreduce" interval (exposed
 communication, like DDP's sync at the end of backward); this adds, read-only:
 
@@ -13,8 +14,8 @@ communication, like DDP's sync at the end of backward); this adds, read-only:
     interval so the step analyzer counts it;
   * per optimizer step, one ["@ddp", t, t, {...}] record (the gradient-sync statistics channel the job merge
     reads, also used for DDP's reducer timers) with source "fsdp": the summed span, the exposed part, split by
-    kind. Only steps that ran a sharded collective (all-gather into one tensor, reduce-scatter) write it: DDP
-    never calls those from Python, so a DDP job's statistics stay DDP's own.
+    kind. Only steps that ran a sharded collective (all-gather into one tensor, reduce-scatter; SHARDED) write
+    it: DDP never calls those from Python, so a DDP job's statistics stay DDP's own.
 
 Nothing here changes what the collectives do, their process group or their order.
 """
@@ -36,8 +37,12 @@ KINDS = {
     "all_gather_single": "all_gather", "all_gather_into_tensor": "all_gather", "_all_gather_base": "all_gather",
     "reduce_scatter_single": "reduce_scatter", "reduce_scatter_tensor": "reduce_scatter",
     "_reduce_scatter_base": "reduce_scatter", "all_reduce": "all_reduce",
+    "all_gather": "all_gather",   # the FullyShardedDataParallel wrapper's all-gather on CPU (a list of chunks)
 }
-SHARDED = ("all_gather", "reduce_scatter")
+# A step that calls one of these is a sharded step; all_gather into a list and all_reduce alone are what any
+# script may call (metrics, a DDP job's loss), so they count only beside them.
+SHARDED = {"all_gather_single", "all_gather_into_tensor", "_all_gather_base", "reduce_scatter_single",
+           "reduce_scatter_tensor", "_reduce_scatter_base"}
 PENDING_MAX = 1 << 16
 
 
@@ -60,6 +65,7 @@ class ShardedCommObserver:
         self._bytes = 0
         self._exposed = 0          # ns the training thread blocked: blocking calls and waits on async ones
         self._async = 0
+        self._sharded = 0
 
     # -- records ------------------------------------------------------------------------------------------------
     # Each collective and each wait is one deque.append (atomic, from any thread: completions arrive on the
@@ -67,14 +73,15 @@ class ShardedCommObserver:
     def _after_step(self, *_args) -> None:
         done = self._pending
         while done:
-            kind, start, end, blocked, nbytes, is_async = done.popleft()
+            kind, start, end, blocked, nbytes, is_async, sharded = done.popleft()
             if kind is not None:
                 self._span[kind] += end - start
                 self._calls[kind] += 1
                 self._bytes += nbytes
                 self._async += is_async
+                self._sharded += sharded
             self._exposed += blocked
-        if any(self._calls[k] for k in SHARDED):
+        if self._sharded:
             stats = {"source": SOURCE, "comm_ns": sum(self._span.values()), "exposed_ns": self._exposed,
                      "span_ns": {k: v for k, v in self._span.items() if self._calls[k]},
                      "calls": {k: v for k, v in self._calls.items() if v}, "bytes": self._bytes,
@@ -86,6 +93,7 @@ class ShardedCommObserver:
     # -- wrappers -------------------------------------------------------------------------------------------------
     def _wrap(self, name: str, fn: Callable) -> Callable:
         kind, clock, done, inside = KINDS[name], self._clock, self._pending.append, self._inside
+        sharded = name in SHARDED
 
         @functools.wraps(fn)
         def wrapper(*args, **kwargs):
@@ -100,9 +108,10 @@ class ShardedCommObserver:
                 nbytes = _bytes(kind, args, kwargs)
                 future = work.get_future() if work is not None and hasattr(work, "get_future") else None
                 if future is None:
-                    done((kind, start, end, end - start, nbytes, False))
+                    done((kind, start, end, end - start, nbytes, False, sharded))
                 else:   # the span ends when the backend completes it; waiting on it is timed in Work.wait
-                    future.add_done_callback(lambda _f: done((kind, start, clock(), end - start, nbytes, True)))
+                    future.add_done_callback(
+                        lambda _f: done((kind, start, clock(), end - start, nbytes, True, sharded)))
             except Exception:   # a backend without futures: its span is unknown, the collective is untouched
                 pass
             return work
@@ -123,7 +132,7 @@ class ShardedCommObserver:
             finally:
                 end = clock()
                 append(("allreduce", start, end))
-                done((None, start, end, end - start, 0, False))
+                done((None, start, end, end - start, 0, False, False))
 
         wait.__haiprof_sharded__ = fn
         return wait

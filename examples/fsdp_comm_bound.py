@@ -11,7 +11,8 @@ Each layer is its own FSDP unit: its parameters are all-gathered before its forw
 the training thread; `--prefetch` issues the next layer's all-gather asynchronously (FSDP's explicit forward
 prefetching) so part of it overlaps the current layer's compute. On an ordinary loopback the 25 MB of parameters
 moved about three times a step are cheap next to the compute; on a 1 Gbit/s link (see benchmarks/shaped_net.py)
-they are the larger part of every step. `--slow-rank R --slow-ms MS` makes rank R's loading slower (a straggler).
+they are the larger part of every step. `--slow-rank R --slow-ms MS` makes rank R's loading slower (a straggler);
+`--wrapper` shards with the older FullyShardedDataParallel wrapper instead of fully_shard.
 """
 import argparse
 import time
@@ -49,6 +50,7 @@ def main():
     ap.add_argument("--layers", type=int, default=6)
     ap.add_argument("--workers", type=int, default=0)
     ap.add_argument("--prefetch", action="store_true", help="all-gather the next layer asynchronously")
+    ap.add_argument("--wrapper", action="store_true", help="FullyShardedDataParallel (FSDP1) instead of fully_shard")
     ap.add_argument("--slow-rank", type=int, default=-1)
     ap.add_argument("--slow-ms", type=float, default=0.0, help="extra loading time per batch on --slow-rank")
     args = ap.parse_args()
@@ -59,11 +61,17 @@ def main():
     blocks = []
     for _ in range(args.layers):
         blocks.append(nn.Sequential(nn.Linear(args.width, args.width), nn.ReLU()))
-    model = nn.Sequential(*blocks, nn.Linear(args.width, 10))
-    for block in blocks:
-        fully_shard(block)
-    fully_shard(model)
-    if args.prefetch:
+    if args.wrapper:   # the older FullyShardedDataParallel wrapper; on CPU it needs device_id given
+        from torch.distributed.fsdp import FullyShardedDataParallel as FSDP
+        cpu = torch.device("cpu")
+        model = FSDP(nn.Sequential(*[FSDP(b, device_id=cpu) for b in blocks], nn.Linear(args.width, 10)),
+                     device_id=cpu)
+    else:
+        model = nn.Sequential(*blocks, nn.Linear(args.width, 10))
+        for block in blocks:
+            fully_shard(block)
+        fully_shard(model)
+    if args.prefetch and not args.wrapper:
         for block, nxt in zip(blocks, blocks[1:]):
             block.set_modules_to_forward_prefetch([nxt])
         for block in blocks:

@@ -144,6 +144,17 @@ def test_fsdp_prefetch_overlaps_part_of_the_all_gathers(tmp_path):
     assert f["framework"] == "FSDP" and f["overlap_ms"] > 0 and f["exposed_fraction"] < 1
 
 
+def test_fsdp_wrapper_job_counts_its_collectives(tmp_path):
+    """The older FullyShardedDataParallel wrapper: on CPU it all-gathers into a list (dist.all_gather)."""
+    out = tmp_path / "run"
+    r = run_haiprof("run", "--out", out, *JOB, "--wrapper", "--layers", "2", timeout=200)
+    assert r.returncode == 0, r.stderr[-3000:]
+    s = load_summary(out)
+    f = _fsdp(s)
+    assert f["framework"] == "FSDP" and f["by_kind_ms"]["all_gather"] > 0 and f["by_kind_ms"]["reduce_scatter"] > 0
+    assert s["distributed"]["comm"]["exposed_share"] > 0 and s["phase_share"]["allreduce"] > 0
+
+
 def test_shaped_link_fsdp_is_communication_bound(tmp_path):
     ok, why = shaped_net.available()
     if not ok:
