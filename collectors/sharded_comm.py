@@ -3,8 +3,7 @@ long its all-gathers and reduce-scatters take, and how much of that the training
 
 FSDP launches its collectives from Python (torch.distributed.all_gather_single / reduce_scatter_single in FSDP2 and
 the wrapper, which on CPU all-gathers into a list with all_gather), so every call is seen by wrapping those
-functions.
-The phase collector already times each call on the training thread as an "allreduce" interval (exposed
+functions. The phase collector already times each call on the training thread as an "allreduce" interval (exposed
 communication, like DDP's sync at the end of backward); this adds, read-only:
 
   * each collective's span from issue to completion. A blocking call completes when it returns; an async one
@@ -24,20 +23,23 @@ from __future__ import annotations
 import functools
 import os
 import threading
-from collections import deque
 import time
+from collections import deque
 from typing import Callable
 
 from .undo import undo_all
 
 STATS_MARK = "@ddp"
 SOURCE = "fsdp"
-# Python-level collectives sharded data parallel uses, by the kind they are counted as.
+# Python-level collectives by the kind they are counted as: the ones sharded data parallel uses, and the rest of
+# those the phase collector times, so that a wait inside any of them belongs to it (not counted twice).
 KINDS = {
     "all_gather_single": "all_gather", "all_gather_into_tensor": "all_gather", "_all_gather_base": "all_gather",
     "reduce_scatter_single": "reduce_scatter", "reduce_scatter_tensor": "reduce_scatter",
     "_reduce_scatter_base": "reduce_scatter", "all_reduce": "all_reduce",
     "all_gather": "all_gather",   # the FullyShardedDataParallel wrapper's all-gather on CPU (a list of chunks)
+    **dict.fromkeys(("broadcast", "reduce", "reduce_scatter", "all_to_all", "all_to_all_single", "barrier",
+                     "gather", "scatter", "all_gather_object", "broadcast_object_list"), "other"),
 }
 # A step that calls one of these is a sharded step; all_gather into a list and all_reduce alone are what any
 # script may call (metrics, a DDP job's loss), so they count only beside them.
@@ -97,12 +99,14 @@ class ShardedCommObserver:
 
         @functools.wraps(fn)
         def wrapper(*args, **kwargs):
+            if getattr(inside, "depth", 0):   # a collective made of others (all_gather_object): the outer is timed
+                return fn(*args, **kwargs)
             start = clock()
-            inside.depth = getattr(inside, "depth", 0) + 1
+            inside.depth = 1
             try:
                 work = fn(*args, **kwargs)
             finally:
-                inside.depth -= 1
+                inside.depth = 0
             end = clock()
             try:
                 nbytes = _bytes(kind, args, kwargs)
@@ -170,11 +174,13 @@ class ShardedCommObserver:
 
 def _bytes(kind: str, args: tuple, kwargs: dict) -> int:
     """Bytes of the collective's input tensor: all_reduce(tensor, ...), the others (output, input, ...)."""
+    if kind == "other":
+        return 0
     t = kwargs.get("tensor") if kind == "all_reduce" else kwargs.get("input_tensor", kwargs.get("input"))
     if t is None:
         i = 0 if kind == "all_reduce" else 1
         t = args[i] if len(args) > i else None
     try:
         return int(t.numel() * t.element_size())
-    except AttributeError:
+    except Exception:   # not a tensor: its size is unknown, the collective is still timed
         return 0

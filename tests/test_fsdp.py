@@ -55,6 +55,7 @@ def test_collector_times_blocking_and_async_collectives(one_rank_group):
         work.wait()
         obs._after_step()
         dist.all_reduce(inp)                                    # no sharded collective in this step: no stats
+        dist.barrier()                                          # (its wait inside is its own too)
         obs._after_step()
     finally:
         obs.uninstall()
@@ -70,7 +71,7 @@ def test_collector_times_blocking_and_async_collectives(one_rank_group):
     assert async_["exposed_ns"] < 20e6
     # every exposed stretch is an "allreduce" interval for the step analyzer; the async wait is one of them
     comm = [r for r in records if r[0] == "allreduce"]
-    assert len(comm) == 3 + 1 + 1                  # 3 blocking calls, the async issue, its wait
+    assert len(comm) == 4 + 1 + 1                  # 4 blocking calls, the async issue, its wait
 
 
 def _rank(stats):
