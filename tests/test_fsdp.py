@@ -156,6 +156,19 @@ def test_fsdp_wrapper_job_counts_its_collectives(tmp_path):
     assert s["distributed"]["comm"]["exposed_share"] > 0 and s["phase_share"]["allreduce"] > 0
 
 
+def test_fsdp_straggler_is_named_as_for_ddp(tmp_path):
+    """Straggler logic unchanged: rank 0 waits for rank 1 in the first all-gather of each step."""
+    out = tmp_path / "run"
+    r = run_haiprof("run", "--out", out, "--trace-steps", "0", "--nproc-per-node", "2", EXAMPLE, "--steps", "6",
+                    "--batch-size", "16", "--layers", "2", "--slow-rank", "1", "--slow-ms", "250", timeout=200)
+    assert r.returncode == 0, r.stderr[-3000:]
+    s = load_summary(out)
+    d = s["distributed"]
+    assert [x["rank"] for x in d["stragglers"]] == [1] and d["stragglers"][0]["cause"] == "dataloader", d["comm"]
+    assert d["comm"]["wait_ms_per_step"]["0"] > 150
+    assert s["bottleneck"] != "communication", s["headline"]
+
+
 def test_shaped_link_fsdp_is_communication_bound(tmp_path):
     ok, why = shaped_net.available()
     if not ok:
