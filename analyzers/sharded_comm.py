@@ -15,10 +15,12 @@ FRAMEWORK = "FSDP"
 
 def overlap(stats_per_rank: list[list[dict]]) -> dict | None:
     """Mean per step over the ranks' steps, each rank's first step (warm-up: lazy init, first all-gathers) left
-    out when it has more; None when no rank ran a sharded collective."""
+    out when it has more; None when no rank ran a sharded collective on the host's clock."""
     comm, exposed, by_kind, calls, nbytes = [], [], {}, [], []
     for stats in stats_per_rank:
-        mine = [s for s in stats if s.get("source") == SOURCE and s.get("comm_ns", 0) > 0]
+        # device collectives (NCCL) return once queued: the host saw no span, the device timeline has it
+        mine = [s for s in stats if s.get("source") == SOURCE and s.get("comm_ns", 0) > 0
+                and not s.get("device_calls")]
         for s in mine[1:] if len(mine) > 1 else mine:
             c = s["comm_ns"]
             comm.append(c)

@@ -8,7 +8,9 @@ communication, like DDP's sync at the end of backward); this adds, read-only:
 
   * each collective's span from issue to completion. A blocking call completes when it returns; an async one
     (async_op=True: FSDP2's prefetching unshard) completes when its Work's future does, noted by a callback on
-    the backend's own thread, not the training thread;
+    the backend's own thread, not the training thread. On a device (NCCL) a collective returns once queued on
+    its stream: its time is the device timeline's (the phase collector's CUDA events), and the step's
+    statistics say so (device_calls);
   * the training thread's wait inside Work.wait() on an async collective: exposed too, written as an "allreduce"
     interval so the step analyzer counts it;
   * per optimizer step, one ["@ddp", t, t, {...}] record (the gradient-sync statistics channel the job merge
@@ -68,6 +70,7 @@ class ShardedCommObserver:
         self._exposed = 0          # ns the training thread blocked: blocking calls and waits on async ones
         self._async = 0
         self._sharded = 0
+        self._on_device = 0        # sharded collectives on device tensors: timed on the device timeline instead
 
     # -- records ------------------------------------------------------------------------------------------------
     # Each collective and each wait is one deque.append (atomic, from any thread: completions arrive on the
@@ -81,13 +84,15 @@ class ShardedCommObserver:
                 self._calls[kind] += 1
                 self._bytes += nbytes
                 self._async += is_async
-                self._sharded += sharded
+                if sharded < 0:
+                    self._on_device += 1
+                self._sharded += sharded != 0
             self._exposed += blocked
         if self._sharded:
             stats = {"source": SOURCE, "comm_ns": sum(self._span.values()), "exposed_ns": self._exposed,
                      "span_ns": {k: v for k, v in self._span.items() if self._calls[k]},
                      "calls": {k: v for k, v in self._calls.items() if v}, "bytes": self._bytes,
-                     "async_calls": self._async}
+                     "async_calls": self._async, "device_calls": self._on_device}
             t = self._clock()
             self._append((STATS_MARK, t, t, stats))
         self._reset()
@@ -109,9 +114,11 @@ class ShardedCommObserver:
                 inside.depth = 0
             end = clock()
             try:
-                nbytes = _bytes(kind, args, kwargs)
+                nbytes, on_device = _input(kind, args, kwargs)
                 future = work.get_future() if work is not None and hasattr(work, "get_future") else None
-                if future is None:
+                if on_device:   # NCCL & co. return once the collective is queued on a stream: its span is the
+                    done((kind, 0, 0, 0, nbytes, False, -1 if sharded else 0))   # device timeline's, not ours
+                elif future is None:
                     done((kind, start, end, end - start, nbytes, False, sharded))
                 else:   # the span ends when the backend completes it; waiting on it is timed in Work.wait
                     future.add_done_callback(
@@ -172,15 +179,16 @@ class ShardedCommObserver:
         undo_all(self._undo)
 
 
-def _bytes(kind: str, args: tuple, kwargs: dict) -> int:
-    """Bytes of the collective's input tensor: all_reduce(tensor, ...), the others (output, input, ...)."""
+def _input(kind: str, args: tuple, kwargs: dict) -> tuple[int, bool]:
+    """(bytes, on a device) of the collective's input tensor: all_reduce(tensor, ...), the others (output, input,
+    ...)."""
     if kind == "other":
-        return 0
+        return 0, False
     t = kwargs.get("tensor") if kind == "all_reduce" else kwargs.get("input_tensor", kwargs.get("input"))
     if t is None:
         i = 0 if kind == "all_reduce" else 1
         t = args[i] if len(args) > i else None
     try:
-        return int(t.numel() * t.element_size())
+        return int(t.numel() * t.element_size()), t.device.type != "cpu"
     except Exception:   # not a tensor: its size is unknown, the collective is still timed
-        return 0
+        return 0, False

@@ -63,7 +63,7 @@ def test_collector_times_blocking_and_async_collectives(one_rank_group):
     assert (dist.all_gather_single, dist.reduce_scatter_single, dist.Work.wait) == originals
     blocking, async_ = _stats(records)
     assert blocking["source"] == "fsdp" and blocking["calls"] == {"all_gather": 1, "reduce_scatter": 1}
-    assert blocking["bytes"] == 2 * 4096 and blocking["async_calls"] == 0
+    assert blocking["bytes"] == 2 * 4096 and blocking["async_calls"] == 0 and blocking["device_calls"] == 0
     # the wait inside a blocking collective is its own: exposed equals the span, not twice it
     assert 0 < blocking["exposed_ns"] == blocking["comm_ns"]
     assert async_["async_calls"] == 1 and async_["calls"] == {"all_gather": 1}
@@ -93,6 +93,8 @@ def test_overlap_from_sharded_statistics():
     ddp = {"avg_backward_comm_time": 10_000_000, "avg_backward_compute_comm_overlap_time": 4_000_000}
     assert "framework" not in D.ddp_overlap([_rank([ddp, step])])
     assert sharded_comm.overlap([[{"source": "other", "comm_ns": 5}]]) is None
+    # collectives queued on a device stream (NCCL): the host saw no span, so no host figure is made of them
+    assert sharded_comm.overlap([[{**step, "device_calls": 3}] * 2]) is None
 
 
 def test_fsdp_finding_names_fsdp_and_offers_no_ddp_fix():
