@@ -77,6 +77,8 @@ class ShardedCommObserver:
     # backend's); they are summed once per optimizer step.
     def _after_step(self, *_args) -> None:
         done = self._pending
+        if not done:   # no collective this step (a single-process run): the counters are still zero
+            return
         while done:
             kind, start, end, blocked, nbytes, is_async, sharded = done.popleft()
             if kind is not None:

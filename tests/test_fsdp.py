@@ -106,8 +106,10 @@ def test_fsdp_finding_names_fsdp_and_offers_no_ddp_fix():
     summary = {"steps": 10, "step_time_s": {"steady": 0.1}, "findings": [f]}
     first = actions.rank(summary)[0]
     assert first["kind"] == "communication" and first["fix"] is None and "FSDP" in first["title"]
-    ddp = D.comm_finding(split, {}, {**over, "framework": None}, 0.1, 10, ["compress", "bucket"])
+    ddp_timers = {k: v for k, v in over.items() if k != "framework"}
+    ddp = D.comm_finding(split, {}, ddp_timers, 0.1, 10, ["compress", "bucket"])
     assert ddp["fixes"] == ["compress", "bucket"] and "gradient sync" in ddp["message"]
+    assert "DDP overlapped only 25%" in ddp["message"]
 
 
 def _fsdp(s: dict) -> dict:
