@@ -167,7 +167,9 @@ class ShardedCommObserver:
         dist = torch.distributed
         for name in KINDS:
             self._patch(dist, name, functools.partial(self._wrap, name))
-        self._patch(dist.Work, "wait", self._wrap_wait)
+        work_cls = getattr(dist, "Work", None)
+        if work_cls is not None:
+            self._patch(work_cls, "wait", self._wrap_wait)
         h = optim_mod.register_optimizer_step_post_hook(self._after_step)
         self._undo.append(h.remove)
         os.register_at_fork(after_in_child=self._in_child)
