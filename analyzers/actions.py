@@ -66,9 +66,17 @@ def _launch(f: dict, s: dict) -> dict:
     return {"title": title, "reason": f["message"].split(" (")[0], "gain_share": removable(f)}
 
 
+def _fsdp(f: dict) -> bool:
+    return f.get("kind") == "communication" and ((f.get("evidence") or {}).get("ddp") or {}).get("framework") == "FSDP"
+
+
 def _comm(f: dict, s: dict) -> dict:
-    return {"title": "Compress gradients or enlarge DDP buckets", "reason": f["message"],
-            "gain_share": removable(f)}
+    if _fsdp(f):
+        title = ("Overlap FSDP's all-gathers with compute (forward/backward prefetch) and move fewer bytes "
+                 "(bf16 parameters via MixedPrecisionPolicy, fewer, larger FSDP units)")
+    else:
+        title = "Compress gradients or enlarge DDP buckets"
+    return {"title": title, "reason": f["message"], "gain_share": removable(f)}
 
 
 def _memory(f: dict, s: dict) -> dict:
@@ -107,17 +115,18 @@ def rank(summary: dict) -> list[dict]:
     out, seen = [], set()
     for f in summary.get("findings", []):
         build = BUILDERS.get(f.get("kind"))
-        if build is None or f.get("severity") == "info" or not f.get("fixes"):
+        manual = _fsdp(f)   # advice with no haiprof fix to try: FSDP's own settings
+        if build is None or f.get("severity") == "info" or not (f.get("fixes") or manual):
             continue
-        fixes = [x for x in f["fixes"] if x not in skip]
-        if not fixes or fixes[0] in seen:
+        fixes = [x for x in f.get("fixes") or [] if x not in skip]
+        if not manual and (not fixes or fixes[0] in seen):
             continue
         a = build(f, summary)
         if f["kind"] == "launch" and fixes[0] != f["fixes"][0]:   # the title follows the fix it recommends
             a = build({**f, "fixes": fixes}, summary)
         if f["kind"] == "compute" and fixes[0] != "amp":
             a["title"] = "Compile the model (torch.compile): fuse elementwise work around the matmuls"
-        fix = fixes[0]
+        fix = fixes[0] if fixes else None
         seen.add(fix)
         a.update(fix=fix, kind=f["kind"], other_fixes=fixes[1:],
                  gain_s=a["gain_share"] * step if step else None)

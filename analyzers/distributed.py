@@ -17,6 +17,7 @@ import signal
 import statistics
 from dataclasses import dataclass, field
 
+from . import sharded_comm
 from . import thresholds as T
 from .steps import ALL_PHASES, Step, phase_share
 
@@ -112,8 +113,8 @@ def ddp_overlap(ranks: list[RankInput]) -> dict | None:
             if c > 0:
                 comm.append(c)
                 overlap.append(min(max(o, 0), c))
-    if not comm:
-        return None
+    if not comm:   # no DDP: a sharded (FSDP) job's collectives, timed to completion, in the same shape
+        return sharded_comm.overlap([r.ddp_stats for r in ranks])
     c, o = statistics.fmean(comm), statistics.fmean(overlap)
     return {"comm_ms": c / 1e6, "overlap_ms": o / 1e6, "exposed_fraction": (c - o) / c if c else 0.0,
             "samples": len(comm), "source": "DDP reducer timers (_get_ddp_logging_data), sampled iterations"}
@@ -239,11 +240,15 @@ def comm_finding(split: dict, share: dict, ddp: dict | None, median_s, steps: in
     grade = "high" if transfer >= T.COMM_HIGH else "moderate" if transfer >= T.COMM_MODERATE else None
     if grade is None:
         return None
-    msg = (f"{100 * exposed:.0f}% of step time is exposed communication (gradient sync not hidden by backward): "
+    fsdp = bool(ddp) and ddp.get("framework") == sharded_comm.FRAMEWORK
+    what = "all-gathers and reduce-scatters not hidden by compute" if fsdp else "gradient sync not hidden by backward"
+    msg = (f"{100 * exposed:.0f}% of step time is exposed communication ({what}): "
            f"{100 * transfer:.0f}% transfer, {100 * split.get('skew_share', 0.0):.0f}% waiting for the slowest rank")
     if ddp:
-        msg += (f"; DDP overlapped only {100 * (1 - ddp['exposed_fraction']):.0f}% of its "
-                f"{ddp['comm_ms']:.0f} ms of communication with backward")
+        msg += (f"; {ddp.get('framework', 'DDP')} overlapped only {100 * (1 - ddp['exposed_fraction']):.0f}% of its "
+                f"{ddp['comm_ms']:.0f} ms of communication with {'compute' if fsdp else 'backward'}")
+    if fsdp:   # compress and bucket act on DDP's reducer: nothing of theirs applies to FSDP's collectives
+        fixes = []
     return {"kind": "communication", "severity": grade, "share": transfer, "message": msg,
             "evidence": {"exposed_comm_share": exposed, "transfer_share": transfer,
                          "sync_skew_share": split.get("skew_share"), "exposed_fraction_of_comm":

@@ -10,7 +10,8 @@ wrappers, step bookkeeping), in microseconds, and converts it to the ratio for 5
 Then the per-call costs of the GPU-only paths, measurable on CPU: the Tensor.to wrapper's fast path (a dtype cast,
 installed as on a CUDA machine) and the CUDA-event bookkeeping per timed phase on the training thread
 (collectors/cuda_phases.py with a no-op event: pool, record call, pending list; the CUDA calls themselves are
-not in it) against the same for resolving a pair (done off the training thread).
+not in it) against the same for resolving a pair (done off the training thread). Last, what the FSDP collective
+observer adds to each all-gather / reduce-scatter (blocking, and async with its wait).
 """
 from __future__ import annotations
 
@@ -64,16 +65,17 @@ def main() -> int:
     for step_ms in (5, 50):
         print(f"  ratio for a {step_ms} ms step: {1 + cost_us / (step_ms * 1e3):.4f}")
     micro()
+    micro_collectives()
     return 0
 
 
-def _per_call_ns(fn, n: int = 20000, rounds: int = 7) -> float:
+def _per_call_ns(fn, n: int = 20000, rounds: int = 7, clock=time.perf_counter_ns) -> float:
     best = []
     for _ in range(rounds):
-        t0 = time.perf_counter_ns()
+        t0 = clock()
         for _ in range(n):
             fn()
-        best.append((time.perf_counter_ns() - t0) / n)
+        best.append((clock() - t0) / n)
     return statistics.median(best)
 
 
@@ -116,6 +118,48 @@ def micro() -> None:
     t2 = time.perf_counter_ns()
     print(f"CUDA-event bookkeeping per timed phase on the training thread: {per_phase:.0f} ns (+ 2 event "
           f"records); resolving a pair off the thread: {(t2 - t1) / n:.0f} ns (+ 1 query, 2 elapsed_time)")
+
+
+def micro_collectives() -> None:
+    """What the FSDP collective observer (collectors/sharded_comm.py, on top of the phase recorder's wrapper, as in
+    a run) adds per collective on the training thread: a one-rank gloo group, 4-element tensors, so the collective
+    itself is as short as gloo makes it and the difference is the wrappers. In the training thread's CPU time
+    (time.thread_time_ns): gloo's own threads and the machine's other load stay out of it."""
+    import tempfile
+
+    import torch.distributed as dist
+
+    from haiprof.collectors.sharded_comm import ShardedCommObserver
+
+    with tempfile.TemporaryDirectory() as tmp:   # gloo's FileStore removes its file at the end
+        dist.init_process_group("gloo", init_method=f"file://{tmp}/store", rank=0, world_size=1)
+        try:
+            out, inp = torch.zeros(4), torch.ones(4)
+            blocking = lambda: dist.all_gather_single(out, inp)   # noqa: E731
+            async_wait = lambda: dist.all_gather_single(out, inp, async_op=True).wait()   # noqa: E731
+            cases = {"blocking all_gather_single": blocking, "async all_gather_single + wait": async_wait}
+            plain: dict = {k: [] for k in cases}
+            watched: dict = {k: [] for k in cases}
+            records: list = []
+            for _ in range(5):   # alternated: the machine's load moves both alike
+                for k, fn in cases.items():
+                    plain[k].append(_per_call_ns(fn, n=1000, rounds=3, clock=time.thread_time_ns))
+                rec = PhaseRecorder(records.append).install()
+                obs = ShardedCommObserver(records.append).install()
+                try:
+                    for k, fn in cases.items():
+                        watched[k].append(_per_call_ns(fn, n=1000, rounds=3, clock=time.thread_time_ns))
+                        obs._after_step()
+                finally:
+                    obs.uninstall()
+                    rec.uninstall()
+                records.clear()
+        finally:
+            dist.destroy_process_group()
+    for k in cases:
+        plain[k], watched[k] = statistics.median(plain[k]), statistics.median(watched[k])
+        print(f"{k} (1 rank, gloo), training thread CPU: {plain[k] / 1e3:.1f} us plain, {watched[k] / 1e3:.1f} us "
+              f"observed ({(watched[k] - plain[k]) / 1e3:+.1f} us per collective)")
 
 
 if __name__ == "__main__":

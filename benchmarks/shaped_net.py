@@ -10,11 +10,12 @@ Needs root (CAP_NET_ADMIN) and iproute2 (`ip`, `tc`). Importable:
         subprocess.run(net.command(["torchrun", "--nproc-per-node", "2", "train.py"]), env=net.env())
 
 The namespace is created on entry and deleted on exit, even when the body raises. Run as a script to time a
-DDP example with and without shaping:  python -m benchmarks.shaped_net [--rate 1gbit]
+DDP (or FSDP) example with and without shaping:  python -m benchmarks.shaped_net [--rate 1gbit] [--example fsdp]
 """
 from __future__ import annotations
 
 import argparse
+import json
 import os
 import shutil
 import subprocess
@@ -97,10 +98,16 @@ def shaped_loopback(rate: str | None = DEFAULT_RATE, burst: str = DEFAULT_BURST,
         subprocess.run(["ip", "netns", "del", name], capture_output=True)
 
 
-def _time_example(net: ShapedNet, steps: int, extra: list, haiprof: bool = False) -> str:
-    """ms/step as rank 0 of examples/ddp_comm_bound.py measures it; with `haiprof`, started by `haiprof run`."""
+EXAMPLES = {"ddp": "ddp_comm_bound.py", "fsdp": "fsdp_comm_bound.py"}
+# What each example's third case adds on the shaped link: DDP's fp16 compression hook, FSDP's async prefetch.
+REMEDY = {"ddp": ("fp16 hook", ["--compress"]), "fsdp": ("prefetch", ["--prefetch"])}
+
+
+def _time_example(net: ShapedNet, steps: int, extra: list, haiprof: bool = False, example: str = "ddp") -> str:
+    """ms/step as rank 0 of examples/<example>_comm_bound.py measures it; with `haiprof`, started by `haiprof run`
+    (then the verdict and exposed communication share follow)."""
     example = os.path.join(os.path.dirname(os.path.dirname(os.path.abspath(__file__))), "examples",
-                           "ddp_comm_bound.py")
+                           EXAMPLES[example])
     # One node, no --master-port: torchrun picks a free port (c10d on localhost:0), so runs never collide.
     argv = [sys.executable, "-m", "torch.distributed.run", "--nproc-per-node", "2", example, "--steps", str(steps),
             *extra]
@@ -108,8 +115,24 @@ def _time_example(net: ShapedNet, steps: int, extra: list, haiprof: bool = False
         if haiprof:
             argv = [sys.executable, "-m", "haiprof", "run", "--quiet", "--out", out, "--", *argv]
         r = net.run(argv, capture_output=True, text=True)
+        verdict = _verdict(out) if haiprof else ""
     lines = [ln for ln in r.stdout.splitlines() if "ms/step" in ln]
-    return lines[-1] if lines else f"failed (exit {r.returncode}): {r.stderr.strip()[-300:]}"
+    return lines[-1] + verdict if lines else f"failed (exit {r.returncode}): {r.stderr.strip()[-300:]}"
+
+
+def _verdict(run: str) -> str:
+    try:
+        with open(os.path.join(run, "summary.json")) as f:
+            s = json.load(f)
+    except (OSError, ValueError):
+        return ", no summary"
+    d = s.get("distributed") or {}
+    comm, over = d.get("comm") or {}, d.get("ddp") or {}
+    out = f", verdict {s.get('bottleneck')}, exposed comm {100 * comm.get('exposed_share', 0):.0f}%"
+    if over:
+        out += f" ({over.get('framework', 'DDP')}: {over['comm_ms']:.0f} ms comm/step, " \
+               f"{100 * (1 - over['exposed_fraction']):.0f}% overlapped)"
+    return out
 
 
 def main(argv=None) -> int:
@@ -118,19 +141,23 @@ def main(argv=None) -> int:
     ap.add_argument("--steps", type=int, default=10)
     ap.add_argument("--batch-size", type=int, default=32)
     ap.add_argument("--with-haiprof", action="store_true", help="also time each case under `haiprof run`")
+    ap.add_argument("--example", choices=sorted(EXAMPLES), default="ddp",
+                    help="ddp: DDP's gradient allreduce; fsdp: FSDP2's all-gathers and reduce-scatters")
     args = ap.parse_args(argv)
     ok, why = available()
     if not ok:
         print(f"shaped network unavailable: {why}")
         return 1
     extra = ["--batch-size", str(args.batch_size)]
+    remedy, more_args = REMEDY[args.example]
     cases = [("unshaped loopback", None, []), (f"shaped {args.rate}", args.rate, []),
-             (f"shaped {args.rate} + fp16 hook", args.rate, ["--compress"])]
+             (f"shaped {args.rate} + {remedy}", args.rate, more_args)]
     for label, rate, more in cases:
         with shaped_loopback(rate) as net:
-            print(f"{label:<28} torchrun: {_time_example(net, args.steps, extra + more)}")
+            print(f"{label:<28} torchrun: {_time_example(net, args.steps, extra + more, example=args.example)}")
             if args.with_haiprof:
-                print(f"{label:<28} haiprof:  {_time_example(net, args.steps, extra + more, haiprof=True)}")
+                print(f"{label:<28} haiprof:  "
+                      f"{_time_example(net, args.steps, extra + more, haiprof=True, example=args.example)}")
     return 0
 
 

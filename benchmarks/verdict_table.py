@@ -26,11 +26,11 @@ GPU_RUNS = SHARED / "gpu-runs" / "h100-2026-11-22"
 PEER = SHARED / "peer-traces" / "hta"
 # Kineto traces of real training recorded by another project (HTA's test data): DDP ResNet on A100s.
 PEER_TRACES = ["nccl_parser_config/nccl_data.json.gz"]
-# every bundled example, with the haiprof options it needs (ddp_comm_bound.py: 2 gloo ranks on this machine's
-# plain loopback, where its gradient sync hides behind compute; on a shaped 1 Gbit/s link it is communication-bound)
+# every bundled example, with the haiprof options it needs (ddp_comm_bound.py, fsdp_comm_bound.py: 2 gloo ranks on
+# this machine's plain loopback; on a shaped 1 Gbit/s link both are communication-bound)
 EXAMPLES = [("input_bound.py", []), ("input_bound_storage.py", []), ("input_bound_decode.py", []),
             ("compute_bound.py", []), ("launch_bound.py", []), ("ddp_comm_bound.py", ["--nproc-per-node", "2"]),
-            ("long_run_shapes.py", [])]
+            ("fsdp_comm_bound.py", ["--nproc-per-node", "2"]), ("long_run_shapes.py", [])]
 KINDS = ("io", "compute", "launch", "communication")
 HAIPROF = [sys.executable, "-m", "haiprof"]
 

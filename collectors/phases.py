@@ -33,6 +33,8 @@ _DIST_COLLECTIVES = (
     "all_reduce", "all_gather", "all_gather_into_tensor", "reduce_scatter", "reduce_scatter_tensor",
     "broadcast", "reduce", "all_to_all", "all_to_all_single", "barrier", "gather", "scatter",
     "all_gather_object", "broadcast_object_list",
+    # sharded data parallel (FSDP2 and the FSDP wrapper) and older releases' private names
+    "all_gather_single", "reduce_scatter_single", "_all_gather_base", "_reduce_scatter_base",
 )
 
 

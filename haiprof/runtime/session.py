@@ -225,6 +225,7 @@ def profile_target(run_dir: RunDir, opts: RunOptions, on_exit: Callable, fix_pla
     """
     from haiprof.collectors.ddp_comm import DDPCommObserver
     from haiprof.collectors.phases import PhaseRecorder, StepLimitReached
+    from haiprof.collectors.sharded_comm import ShardedCommObserver
     from haiprof.collectors.trace_requests import TraceRequests
     from haiprof.collectors.trace_window import TraceWindow
 
@@ -237,12 +238,14 @@ def profile_target(run_dir: RunDir, opts: RunOptions, on_exit: Callable, fix_pla
     recorder = PhaseRecorder(appender.append, max_steps=opts.steps)
     recorder.drain_from(appender.before_flush)   # CUDA events resolved on the flush thread
     ddp = DDPCommObserver(appender.append)     # DDP gradient sync, read-only (no comm hook)
+    sharded = ShardedCommObserver(appender.append)   # FSDP's all-gathers and reduce-scatters, issue to completion
     fix_session = fixrun.FixSession(run_dir, fix_plan)   # fixes and loss capture, installed before the recorder
     fix_session.start()
     if fix_session.losses is not None:   # CPU losses to floats on disk as the run goes (a SIGKILL keeps them)
         appender.before_flush.append(fix_session.losses.drain)
     hooks_ok = _install(run_dir, "phases", recorder)
     _install(run_dir, "ddp", ddp)
+    _install(run_dir, "sharded", sharded)   # after the recorder: its wrappers go around the recorder's
     # Op-level tracing window: a few steps after warm-up, driven by the optimizer-step hook.
     window = TraceWindow(run_dir.path, appender.append, run_dir.record_status, active_steps=opts.trace_steps)
     recorder.step_callbacks.append(window.on_step)
@@ -267,6 +270,7 @@ def profile_target(run_dir: RunDir, opts: RunOptions, on_exit: Callable, fix_pla
                 _say(f"haiprof: --steps {opts.steps}: the script caught the stop (a bare except:?) and went on; "
                      f"the run is written and the process ends here (exit 0, the script's finally blocks not run)")
             outcome_ = launcher.Outcome(0, "step-limit")
+            sharded.uninstall()
             ddp.uninstall()
             recorder.uninstall()
             window.close()
@@ -294,6 +298,7 @@ def profile_target(run_dir: RunDir, opts: RunOptions, on_exit: Callable, fix_pla
             _exit_forked_child(outcome)
         with _finishing(run_dir) as finishing:
             with term:   # until the data is on disk a SIGTERM is only noted (see _SigtermDeferred)
+                sharded.uninstall()
                 ddp.uninstall()
                 recorder.uninstall()
                 window.close()      # before appender.close(): it writes the window's end mark
