@@ -33,6 +33,7 @@ class RankInput:
     batch_numel: list = field(default_factory=list)
     ddp_stats: list = field(default_factory=list)   # the "@ddp" records' dicts, in order
     source: str = "local"
+    stats: dict = field(default_factory=dict)       # the rank's own figures over all its steady steps (digest)
 
 
 def exit_text(code) -> str:
@@ -186,14 +187,17 @@ def rank_rows(ranks: list[RankInput], expected: list[int], failures: dict,
                                         + (f" (exit code {exit_text(proc_exit)})" if fail else "")})
             continue
         m = r.meta
-        durs = [s.duration_ns / 1e9 for s in r.steps]
+        durs = [s.duration_ns / 1e9 for s in r.steps] if not r.stats else []
         script_exit = m.get("exit_code")
         row = {"rank": rank, "host": m.get("host"), "node_rank": m.get("node_rank"),
                "local_rank": m.get("local_rank"), "pid": m.get("pid"), "source": r.source, "steps": r.all_steps,
                "dir": m.get("run_dir"),   # the rank's directory on its own host
-               "step_time_median_s": _median(durs) if durs else None,
-               "step_time_p90_s": sorted(durs)[int(0.9 * (len(durs) - 1))] if durs else None,
-               "phase_share": {k: round(v, 6) for k, v in phase_share(r.steps).items()},
+               "step_time_median_s": r.stats.get("step_time_median_s") if r.stats else
+               (_median(durs) if durs else None),
+               "step_time_p90_s": r.stats.get("step_time_p90_s") if r.stats else
+               (sorted(durs)[int(0.9 * (len(durs) - 1))] if durs else None),
+               "phase_share": r.stats.get("phase_share") if r.stats else
+               {k: round(v, 6) for k, v in phase_share(r.steps).items()},
                "script_exit_code": script_exit, "exit_code": proc_exit if fail else script_exit}
         status = "ok"
         if fail and script_exit == 0:
@@ -222,7 +226,7 @@ def step_spread(rows: list) -> dict:
 
 
 def mean_share(ranks: list[RankInput]) -> dict:
-    shares = [phase_share(r.steps) for r in ranks if r.steps]
+    shares = [r.stats.get("phase_share") or phase_share(r.steps) for r in ranks if r.steps]
     if not shares:
         return {p: (1.0 if p == "other" else 0.0) for p in ALL_PHASES}
     return {p: statistics.fmean(s[p] for s in shares) for p in ALL_PHASES}

@@ -110,10 +110,11 @@ def main(argv: list[str]) -> int:
 
 
 def _finish_rank(run_dir: RunDir, gather: RankGather, rank: int, world: int, terminating: bool) -> None:
-    """Per-rank summary.json (no HTML: the merged report is the one to read), then the gather."""
-    from ..analysis.summary import analyze
+    """The rank's digest, analysed here on its own node (summary.json + steps.npz; no HTML: the merged report is
+    the one to read), then the gather."""
+    from ..analysis import rank_digest
     try:
-        run_dir.write_summary(analyze(run_dir).summary)
+        rank_digest.write(run_dir)
     except Exception as e:
         say(f"haiprof: rank {rank}: could not summarize {run_dir.path}: {type(e).__name__}: {e}")
     if world <= 1:
