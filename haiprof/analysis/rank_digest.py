@@ -25,15 +25,13 @@ from haiprof.analyzers import steps as step_analysis
 from haiprof.analyzers import thresholds as T
 from haiprof.analyzers.steps import ALL_PHASES, Step
 
-from ..rundir import META, PHASES_BIN, PHASES_FILE, SAMPLES_DIR, STATUS_FILE, SUMMARY, RunDir
+from ..rundir import PHASES_BIN, PHASES_FILE, SAMPLES_DIR, STEPS_FILE, SUMMARY, RunDir
 from ..version import __version__
 
 DIGEST_FORMAT = 1
 ANALYSIS_VERSION = f"{__version__}+digest{DIGEST_FORMAT}"
-STEPS_FILE = "steps.npz"
 MAX_ROWS = 512                     # per-step rows kept exactly up to this many steady steps, bucketed beyond
 MAX_DDP_RECORDS = 256              # DDP's running averages: consecutive distinct values are enough to unroll them
-DIGEST_FILES = (META, SUMMARY, STEPS_FILE, STATUS_FILE)   # everything that may travel; raw data never does
 COLUMNS = ("duration_ns", *ALL_PHASES, "device_busy_ns", "device_idle_ns", "first_step", "steps")
 
 
