@@ -62,10 +62,14 @@ def step_table(steady: list, device_steps: list | None = None) -> dict:
                 cols[c] = counts.astype(np.float64)
             else:
                 cols[c] = np.add.reduceat(cols[c], edges) / counts
-    out = {c: (cols[c].astype(np.int64) if c in ("first_step", "steps") else cols[c].astype(np.float32))
-           for c in COLUMNS}
-    out["device"] = np.array([bool(dev)])
-    return out
+    return cols
+
+
+def pack(table: dict) -> bytes:
+    """steps.npz: one rows x COLUMNS array (one array: a 1,024-rank merge reads 1,024 headers, not 13,000)."""
+    buf = io.BytesIO()
+    np.savez_compressed(buf, table=np.stack([np.asarray(table[c], dtype=np.float64) for c in COLUMNS], axis=1))
+    return buf.getvalue()
 
 
 def steps_from_table(table) -> list:
@@ -93,7 +97,7 @@ def digest_section(data, steady: list, records) -> dict:
     batches, ddp = _rank_records(records)
     durs = sorted(s.duration_ns / 1e9 for s in steady)
     meta = data.meta
-    return {"analysis_version": ANALYSIS_VERSION, "rank": meta.get("rank"), "host": meta.get("host"),
+    return {"analysis_version": ANALYSIS_VERSION, "columns": list(COLUMNS), "rank": meta.get("rank"), "host": meta.get("host"),
             "dir": meta.get("run_dir"), "steps": len(data.steps), "steady_steps": len(steady),
             "step_time_median_s": float(np.median(durs)) if durs else None,
             "step_time_p90_s": durs[int(0.9 * (len(durs) - 1))] if durs else None,
@@ -108,10 +112,9 @@ def write(run_dir: RunDir):
     data = analyze(run_dir)
     steady = step_analysis.steady_steps(data.steps, T.WARMUP_STEPS)
     table = step_table(steady, data.device_steps)
-    buf = io.BytesIO()
-    np.savez_compressed(buf, **table)
     data.summary["rank_digest"] = digest_section(data, steady, run_dir.read_phase_records())
-    (run_dir.path / STEPS_FILE).write_bytes(buf.getvalue())
+    data.summary["rank_digest"]["device"] = bool(data.device_steps)
+    (run_dir.path / STEPS_FILE).write_bytes(pack(table))
     run_dir.write_summary(data.summary)   # last: its time stamp says the digest is complete
     return data
 
@@ -130,25 +133,26 @@ def raw_files(rank_dir: Path) -> list:
     return [p for p in out if p.is_file()]
 
 
-def is_fresh(rank_dir: Path) -> bool:
-    """summary.json and steps.npz exist, come from this analysis version and are not older than any raw file."""
-    summary, table = rank_dir / SUMMARY, rank_dir / STEPS_FILE
+def load_fresh(rank_dir: Path) -> tuple[dict, dict] | None:
+    """(summary, table) when summary.json and steps.npz are there, come from this analysis version and are not
+    older than any raw file; None when the rank needs analysing."""
+    summary_path, table_path = rank_dir / SUMMARY, rank_dir / STEPS_FILE
     try:
-        if not table.is_file():
-            return False
-        digest = json.loads(summary.read_text()).get("rank_digest") or {}
-        stamp = min(summary.stat().st_mtime, table.stat().st_mtime)
-    except (OSError, ValueError, AttributeError):
-        return False
-    raw = raw_files(rank_dir)
-    if digest.get("analysis_version") != ANALYSIS_VERSION:
-        return not raw   # another version's digest is still all there is of a rank whose raw data stayed elsewhere
-    return all(p.stat().st_mtime <= stamp for p in raw)
+        stamp = min(summary_path.stat().st_mtime, table_path.stat().st_mtime)
+        summary = json.loads(summary_path.read_text())
+        digest = summary.get("rank_digest") or {}
+        raw = raw_files(rank_dir)
+        if digest.get("analysis_version") != ANALYSIS_VERSION and raw:
+            return None   # another version's digest stays all there is of a rank whose raw data is elsewhere
+        if any(p.stat().st_mtime > stamp for p in raw):
+            return None
+        with np.load(table_path) as z:
+            arr = z["table"]
+        columns = digest.get("columns") or COLUMNS
+        return summary, {c: arr[:, i] for i, c in enumerate(columns)}
+    except (OSError, ValueError, KeyError, AttributeError, IndexError):
+        return None
 
 
-def load(rank_dir: Path) -> tuple[dict, dict]:
-    """(summary, table) of a rank whose digest is there."""
-    summary = json.loads((rank_dir / SUMMARY).read_text())
-    with np.load(rank_dir / STEPS_FILE) as z:
-        table = {k: z[k] for k in z.files}
-    return summary, table
+def is_fresh(rank_dir: Path) -> bool:
+    return load_fresh(rank_dir) is not None

@@ -56,6 +56,8 @@ def refresh_stale(dirs: list) -> dict:
     """Re-analyse the ranks whose digest is missing or stale, in a process pool over all cores (serial when the
     pool cannot start or breaks). Returns path -> error for ranks that could not be analysed."""
     stale = [str(p) for p in dirs if not rank_digest.is_fresh(p)]
+    if not stale:
+        return {}
     errors, done = {}, set()
     workers = min(len(stale), os.cpu_count() or 1)
     if workers > 1:
@@ -87,24 +89,24 @@ def refresh_stale(dirs: list) -> dict:
 def _rank_inputs(run_dir: RunDir, gather: dict) -> tuple[list, dict, dict]:
     """RankInputs built from the ranks' digests alone (raw data is read only to refresh a stale digest)."""
     dirs = rank_dirs(run_dir)
-    errors = refresh_stale(list(dirs.values()))
-    inputs, digests, tables = [], {}, []
+    loaded = {rank: rank_digest.load_fresh(p) for rank, p in dirs.items()}
+    errors = refresh_stale([dirs[k] for k, v in loaded.items() if v is None])
+    inputs, digests = [], {}
     for rank, p in dirs.items():
         if str(p) in errors:
             continue
         try:
-            summary, table = rank_digest.load(p)
+            summary, table = loaded[rank] or rank_digest.load_fresh(p)
             meta = json.loads((p / "meta.json").read_text())
-        except (OSError, ValueError, KeyError) as e:
+        except (OSError, ValueError, KeyError, TypeError) as e:
             errors[str(p)] = f"{type(e).__name__}: {e}"
             continue
         dg = summary.get("rank_digest") or {}
         source = gather.get(str(rank), "local" if rank == 0 else "fs")
-        steps = rank_digest.steps_from_table(table)
         stats = {k: dg.get(k) for k in ("step_time_median_s", "step_time_p90_s", "phase_share")}
         batches = [dg["batch_numel_mean"]] if dg.get("batch_numel_mean") else []
-        inputs.append(D.RankInput(rank, meta, steps, int(dg.get("steps") or len(steps)), batches, dg.get("ddp") or [],
-                                  source, stats))
+        inputs.append(D.RankInput(rank, meta, [], int(dg.get("steps") or 0), batches, dg.get("ddp") or [],
+                                  source, stats, table))
         digests[rank] = {"summary": summary, "table": table, "meta": meta}
     return inputs, digests, errors
 
@@ -176,11 +178,9 @@ def analyze_job(run_dir: RunDir) -> RunData:
                 if "message" in p:
                     p["message"] = f"rank {rank}: its data is here but could not be analysed: {err}"
     share = D.mean_share(ranks)
-    pooled = D.pooled_steps(ranks)
-    stats = step_analysis.step_time_stats(pooled)
-    # the contract's steady figure for a job: the ranks' steady steps, time over count (what a clock around them
-    # reads on one rank, the ranks stepping together)
-    stats["steady"] = step_analysis.seconds_per_step(pooled)
+    # the contract's steady figure for a job ("steady"): the ranks' steady steps, time over count (what a clock
+    # around them reads on one rank, the ranks stepping together)
+    stats = D.pooled_stats(ranks)
     ref = _reference(run_dir, digests)
     n = len(ref.steps) if ref else 0
     split = D.comm_split(ranks)
@@ -221,7 +221,7 @@ def analyze_job(run_dir: RunDir) -> RunData:
     summary = {
         "schema_version": SCHEMA_VERSION, "bottleneck": bottleneck, "headline": headline,
         "phase_share": {k: round(v, 6) for k, v in share.items()}, "steps": n,
-        "steps_analyzed": len(pooled), "warmup_steps_excluded": (ref.summary.get("warmup_steps_excluded", 0)
+        "steps_analyzed": sum(D.step_rows(r) for r in ranks), "warmup_steps_excluded": (ref.summary.get("warmup_steps_excluded", 0)
                                                                  if ref else 0),
         "step_time_s": stats, "step_detection": ref.summary.get("step_detection", {}) if ref else {},
         "exit_code": exit_code, "finished": exit_code is not None,
