@@ -61,7 +61,7 @@ def test_compare_html_page(runs, browser, tmp_path):  # noqa: F811
     assert "ok" in page.locator("#loss-guard").inner_text()
     assert page.locator("#fig-ba_phases .bars path").count() >= 4    # before and after bars per phase
     assert page.locator("#fig-ba_steps .bars path").count() >= 2     # both runs' step-time histograms
-    legend = page.locator("#fig-ba_steps .mc-legend").inner_text()
+    legend = page.locator("#fig-ba_steps .legend").text_content()
     assert "before (p50" in legend and "after (p50" in legend
     assert "fused-optim" not in page.locator("#fix-regression").all_inner_texts()
     page.screenshot(path=artifact("compare.png"), full_page=True)

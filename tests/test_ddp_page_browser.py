@@ -5,17 +5,9 @@ import pytest
 
 from conftest import EXAMPLES, artifact, load_summary, run_haiprof
 from test_report_browser import browser, open_report  # noqa: F401  (the module's Chromium fixture)
+from test_report_browser import legend as _legend
 
 pytestmark = pytest.mark.timeout(240)
-
-
-def _legend(page, fig) -> dict:
-    """legend label -> swatch colour as the browser computed it."""
-    out = {}
-    for span in page.locator(f"#fig-{fig} .mc-legend span").all():
-        colour = span.locator("i").evaluate("e => getComputedStyle(e).backgroundColor")
-        out[span.inner_text().strip()] = colour
-    return out
 
 
 @pytest.mark.slow

@@ -10,7 +10,7 @@ from pathlib import Path
 import pytest
 
 from conftest import REPO, artifact, load_summary, run_haiprof
-from test_report_browser import MAX_REPORT_BYTES, assert_lined_up, browser, open_report  # noqa: F401
+from test_report_browser import MAX_REPORT_BYTES, assert_lined_up, browser, legend, open_report  # noqa: F401
 
 GPU_RUNS = Path(os.environ.get("HAIPROF_GPU_RUNS", REPO.parent / "shared" / "gpu-runs"))
 RUNS = GPU_RUNS / "h100-2026-11-22"
@@ -101,9 +101,7 @@ def test_one_busy_figure_and_phase_colours_on_the_page(browser, tmp_path, name):
     assert head and section and facts, (head, section, facts)
     figures = [int(m.group(1)) for m in (head, section, facts)]
     assert max(figures) - min(figures) <= 1, figures
-    legend = {}
-    for span in page.locator("#fig-steps .mc-legend span").all():
-        legend[span.inner_text().strip()] = span.locator("i").evaluate("e => getComputedStyle(e).backgroundColor")
-    phases = [p for p in legend if p in PHASE_COLORS]
-    assert phases and all(legend[p] == _rgb(PHASE_COLORS[p]) for p in phases), legend
+    swatches = legend(page, "steps")
+    phases = [p for p in swatches if p in PHASE_COLORS]
+    assert phases and all(swatches[p] == _rgb(PHASE_COLORS[p]) for p in phases), swatches
     page.close()

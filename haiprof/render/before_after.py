@@ -1,14 +1,14 @@
 """Before/after of two runs as HTML: the tables, per-phase bars and step-time distributions of baseline vs fixed.
 
 Used by a fixed run's own report (fixes_panel.py, against its baseline) and by `haiprof compare A B --html OUT`
-(`page`: one self-contained file, the SVG chart renderer inlined, no network). Reads finished numbers only
+(`page`: one self-contained file, plotly.js inlined, no network). Reads finished numbers only
 (analyzers/compare.py `compare_summaries` + `step_distribution`, analyzers/fix_gain.py, the loss guard).
 """
 from __future__ import annotations
 
-from . import minichart
-from .charts import PHASE_COLORS, _layout, safe_text
-from .escape import esc, json_for_script
+from . import plotly_inline
+from .charts import PHASE_COLORS, _layout, safe_text, with_hover
+from .escape import esc
 
 BEFORE, AFTER = "#9aa5b1", "#4c78a8"
 
@@ -127,7 +127,6 @@ def page(result: dict, name_a: str, name_b: str, notes: list[str] = ()) -> str:
              f'<p>B (after): <code>{esc(name_b)}</code> [{esc(b.get("bottleneck"))}] {esc(b.get("headline"))}</p>')
     body = block(cmp, gain, figs) + guard_html(result.get("loss_guard"))
     return (f'<!DOCTYPE html><html lang="en"><head><meta charset="utf-8"><title>haiprof compare</title>'
-            f'<style>{PAGE_CSS}{minichart.CSS}</style></head><body><h1>haiprof compare: before / after</h1>'
-            f'<section id="compare">{warn}{heads}{body}</section>'
-            f'<script type="application/json" id="haiprof-figures">{json_for_script(figs)}</script>'
-            f'<script>{minichart.JS}</script></body></html>')
+            f'<style>{PAGE_CSS}{plotly_inline.CSS}</style></head><body><h1>haiprof compare: before / after</h1>'
+            f'<section id="compare">{warn}{heads}{body}</section>{plotly_inline.scripts(with_hover(figs))}'
+            f'</body></html>')

@@ -4,6 +4,10 @@ from __future__ import annotations
 import bisect
 import html
 
+import numpy as np
+
+from . import step_detail
+
 PHASE_COLORS = {
     "dataloader": "#e45756", "h2d": "#f58518", "forward": "#4c78a8", "backward": "#72b7b2",
     "optimizer": "#54a24b", "allreduce": "#b279a2", "other": "#bab0ac",
@@ -30,34 +34,83 @@ def safe_text(s) -> str:
     return html.escape(str(s), quote=True)
 
 
-def _layout(title: str, ytitle: str, **extra) -> dict:
+def _layout(title: str, ytitle: str, unit: str | None = None, **extra) -> dict:
+    """`unit`: what hover values are in (meta.unit, read by with_hover); the y title by default."""
     layout = {"title": {"text": safe_text(title)}, "height": 320, "margin": {"l": 60, "r": 20, "t": 40, "b": 40},
-              "yaxis": {"title": {"text": ytitle}}, "legend": {"orientation": "h"}, "template": None}
+              "yaxis": {"title": {"text": ytitle}}, "legend": {"orientation": "h"}, "template": None,
+              "meta": {"unit": ytitle if unit is None else unit}}
     layout.update(extra)
     return layout
 
 
-def step_chart(steps, warmup: int, phases, traced=(), title: str = "Time per step by phase") -> dict:
-    """Stacked bar per step (ms per phase); long runs are binned so the chart stays small."""
-    n = len(steps)
-    bin_size = max(1, -(-n // MAX_BARS))
-    xs, per_phase = [], {p: [] for p in phases}
-    for i in range(0, n, bin_size):
-        chunk = steps[i:i + bin_size]
-        xs.append(chunk[0].index)
-        for p in phases:
-            per_phase[p].append(sum(s.phases_ns.get(p, 0) for s in chunk) / len(chunk) / 1e6)
-    traces = [{"type": "bar", "name": SERIES_NAMES.get(p, p), "x": xs, "y": per_phase[p],
-               "marker": {"color": PHASE_COLORS.get(p) or IDLE_COLORS.get(p, "#888")}}
-              for p in phases if any(per_phase[p])]
-    title += f" (mean of {bin_size} steps per bar)" if bin_size > 1 else ""
-    totals = [sum(per_phase[p][i] for p in phases) for i in range(len(xs))]
-    steady = [t for x, t in zip(xs, totals) if x >= warmup and x not in set(traced)]
-    yaxis, notes = clip_outliers(xs, totals, steady, "ms")
+STEP_DETAIL_BUDGET = 200_000   # bytes of base64 for the per-step detail of one step chart (report <= 1 MB)
+
+
+def step_chart(cols: dict, warmup: int, phases, traced=(), title: str = "Time per step by phase",
+               budget: int = STEP_DETAIL_BUDGET) -> dict:
+    """Stacked bars of ms per phase from numpy columns: cols = {"index", "duration_ns", "phases": {name: ns}}.
+
+    Up to MAX_BARS steps: a bar per step. Longer runs: a bar per bucket of consecutive steps (the mean phase
+    split) with the bucket's median and min-max whisker, a range slider, and the per-step detail embedded
+    ("zoom", step_detail.encode) so the page re-buckets the visible range on zoom, down to single steps."""
+    idx = np.asarray(cols["index"], dtype=np.int64)
+    dur = np.asarray(cols["duration_ns"], dtype=np.float64)
+    ph = {p: np.asarray(cols["phases"][p], dtype=np.float64) for p in phases
+          if p in cols["phases"] and np.any(cols["phases"][p])}
+    n = len(idx)
+    if n == 0:
+        return {"data": [], "layout": _layout(title, "ms", unit="ms")}
+    k = max(1, -(-n // MAX_BARS))
+    b = step_detail.buckets(idx, dur, ph, k)
+    xs = ((b["first"] + b["last"]) / 2).tolist() if k > 1 else idx.tolist()
+    ms = {p: (v / 1e6).tolist() for p, v in b["phases"].items()}
+    what = "mean of the bucket's steps" if k > 1 else ""
+    traces = [{"type": "bar", "name": SERIES_NAMES.get(p, p), "x": xs, "y": ms[p],
+               "marker": {"color": PHASE_COLORS.get(p) or IDLE_COLORS.get(p, "#888")},
+               "hovertemplate": (("steps %{customdata[0]}-%{customdata[1]}<br>" if k > 1 else "step %{x}<br>")
+                                 + safe_text(SERIES_NAMES.get(p, p)) + f": %{{y:.3g}} ms {what}<extra></extra>")}
+              for p in ph]
+    if k > 1:
+        span = [[int(a), int(z)] for a, z in zip(b["first"], b["last"])]
+        for t in traces:
+            t.update(customdata=span, width=(b["last"] - b["first"] + 1).tolist())
+        med, lo, hi = b["median"] / 1e6, b["min"] / 1e6, b["max"] / 1e6
+        traces.append({"type": "scatter", "mode": "markers", "name": "median step, min-max whisker",
+                       "x": xs, "y": med.tolist(), "marker": {"color": "#222", "size": 3},
+                       "error_y": {"type": "data", "symmetric": False, "array": (hi - med).tolist(),
+                                   "arrayminus": (med - lo).tolist(), "color": "#555", "thickness": 1, "width": 0},
+                       "customdata": [[a, z, float(x), float(y)] for (a, z), x, y in zip(span, lo, hi)],
+                       "hovertemplate": "steps %{customdata[0]}-%{customdata[1]}<br>median %{y:.3g} ms<br>"
+                                        "min %{customdata[2]:.3g} ms, max %{customdata[3]:.3g} ms<extra></extra>"})
+        title += f" ({len(xs)} buckets of {k} steps: zoom in, down to single steps)"
+    totals = [sum(ms[p][i] for p in ms) for i in range(len(xs))]
+    first = int(idx[0])
+    traced_set = set(int(t) for t in traced)
+    keep = [x >= first + warmup and (k > 1 or x not in traced_set) for x in xs]
+    yaxis, notes = clip_outliers(xs, totals, [t for t, ok in zip(totals, keep) if ok], "ms")
     # warm-up and the op-level tracing window's steps (profiler overhead) are shaded: not in the statistics
-    shapes = StepAxis.shapes(xs[0], xs[-1], warmup if n > warmup else 0, traced) if xs else []
-    return {"data": traces, "layout": _layout(title, "ms", barmode="stack", shapes=shapes, annotations=notes,
-                                               xaxis={"title": {"text": "step"}}, yaxis=yaxis)}
+    wu = warmup if n > warmup else 0
+    shapes = StepAxis.shapes(first, int(idx[-1]), wu, sorted(traced_set))
+    layout = _layout(title, "ms", unit="ms", barmode="stack", bargap=0.2 if k == 1 else 0, shapes=shapes,
+                     annotations=notes, xaxis={"title": {"text": "step"},
+                                               "range": [first - 0.5, int(idx[-1]) + 0.5]}, yaxis=yaxis)
+    fig = {"data": traces, "layout": layout,
+           "shading": {"warmup": [first, first + wu - 1] if wu else None,
+                       "traced": step_detail.traced_runs(traced_set)}}
+    if k > 1:
+        zoom = step_detail.encode(idx, dur, ph, budget)
+        if zoom:
+            zoom["phases"] = [{"key": p, "name": SERIES_NAMES.get(p, p),
+                               "color": PHASE_COLORS.get(p) or IDLE_COLORS.get(p, "#888")} for p in ph]
+            fig["zoom"] = zoom
+            layout["xaxis"]["rangeslider"] = {"visible": True, "thickness": 0.08,
+                                              "range": [first - 0.5, int(idx[-1]) + 0.5]}
+            layout["yaxis"]["fixedrange"] = True    # a drag zooms the steps, not the milliseconds
+            layout["height"] = 380
+            if zoom["k"] > 1:   # said in the chart: the finest zoom is a group of steps
+                layout["title"]["text"] += (f"; finest zoom: groups of {zoom['k']} steps (every step of a "
+                                            f"{n}-step run does not fit in the report)")
+    return fig
 
 
 OUTLIER = 1.5      # a bar above this x the steady steps' p90 is clipped and labelled instead of setting the axis
@@ -91,7 +144,7 @@ def share_chart(share: dict) -> dict:
     return {"data": [{"type": "bar", "orientation": "h", "y": phases, "x": [100 * share[p] for p in phases],
                       "marker": {"color": [PHASE_COLORS.get(p, "#888") for p in phases]},
                       "text": [f"{100 * share[p]:.1f}%" for p in phases], "textposition": "auto"}],
-            "layout": _layout("Share of step time", "", height=260, xaxis={"title": {"text": "% of step time"}},
+            "layout": _layout("Share of step time", "", unit="%", height=260, xaxis={"title": {"text": "% of step time"}},
                               yaxis={"autorange": "reversed"})}
 
 
@@ -173,3 +226,19 @@ def timeline_chart(title: str, ytitle: str, series: list[tuple[str, list, list]]
     traces = [{"type": "scatter", "mode": "lines", "name": safe_text(name), "x": x, "y": y}
               for name, x, y in series if x]
     return {"data": traces, "layout": _layout(title, ytitle, **extra)}
+
+
+def with_hover(figs: dict) -> dict:
+    """Every trace's hover gives its value with the chart's unit (layout.meta.unit), unless it has its own."""
+    for fig in figs.values():
+        layout = fig.get("layout") or {}
+        unit = (layout.get("meta") or {}).get("unit") or ""
+        unit = f" {safe_text(unit)}" if unit else ""
+        xt = ((layout.get("xaxis") or {}).get("title") or {}).get("text") or ""
+        where = "step %{x}" if xt == "step" else "%{x} s" if xt.startswith("seconds") else "%{x}"
+        for t in fig.get("data") or []:
+            if "hovertemplate" in t or t.get("type") not in ("bar", "scatter"):
+                continue
+            t["hovertemplate"] = (f"%{{y}}: %{{x:.3g}}{unit}" if t.get("orientation") == "h"
+                                  else f"{where}: %{{y:.3g}}{unit}")
+    return figs

@@ -1,4 +1,4 @@
-"""report.html: one self-contained file (a small SVG chart renderer inlined, no network), verdict sentence first,
+"""report.html: one self-contained file (plotly.js inlined compressed, no network), verdict sentence first,
 then "do this next" and a table of contents.
 
 Sections are small functions (RunData -> HTML fragment, figures) listed in SECTIONS; a new collector or analyzer
@@ -10,9 +10,10 @@ import re
 import time
 from pathlib import Path
 
-from . import charts, evidence, hardware, minichart
+import numpy as np
+
+from . import charts, evidence, hardware, plotly_inline
 from .escape import esc
-from .escape import json_for_script as _json_for_script
 from .gpu import section_gpu      # device-first GPU view (CUDA runs)
 from .top import fix_command, section_next, toc  # noqa: F401  (fix_command: used by other panels)
 from .ops import section_ops   # op-level trace panel (tracing window)
@@ -21,6 +22,15 @@ from .windows import section_windows   # every tracing window (--trace-at, --tra
 from .slowest import section_slowest   # the slowest steps of the whole run
 
 PHASES = ("dataloader", "h2d", "forward", "backward", "optimizer", "allreduce", "other")
+
+
+def step_columns(steps, keys) -> dict:
+    """The step chart's numpy columns from a list of steps (the one place the chart meets the Step objects):
+    index, duration_ns and ns per phase."""
+    n = len(steps)
+    return {"index": np.fromiter((st.index for st in steps), np.int64, n),
+            "duration_ns": np.fromiter((st.end_ns - st.start_ns for st in steps), np.float64, n),
+            "phases": {k: np.fromiter((st.phases_ns.get(k, 0) for st in steps), np.float64, n) for k in keys}}
 
 
 # -- sections ------------------------------------------------------------------------------------------------
@@ -50,16 +60,17 @@ def section_phases(d, figs):
     host_chart = ""
     if getattr(d, "device_steps", None):   # CUDA runs: the step chart on the device clock, as the shares above
         keys = [*PHASES, "busy:estimated", *charts.IDLE_COLORS]
-        figs["steps"] = charts.step_chart(d.device_steps, s.get("warmup_steps_excluded", 0), keys,
+        figs["steps"] = charts.step_chart(step_columns(d.device_steps, keys), s.get("warmup_steps_excluded", 0), keys,
                                           traced=[st.index for st in d.device_steps if st.traced],
                                           title="Device time per step: busy by phase, idle by host cause (device clock)")
-        figs["host-steps"] = charts.step_chart(d.steps, s.get("warmup_steps_excluded", 0), PHASES,
+        figs["host-steps"] = charts.step_chart(step_columns(d.steps, PHASES), s.get("warmup_steps_excluded", 0),
+                                               PHASES, budget=charts.STEP_DETAIL_BUDGET // 2,
                                                traced=[st.index for st in d.steps if st.traced],
                                                title="Host time per step by phase (host clock)")
         host_chart = ("<details><summary>Host time per step (host clock: what the CPU did, not what the GPU "
                       "waited for)</summary><div class='chart' id='fig-host-steps'></div></details>")
     else:
-        figs["steps"] = charts.step_chart(d.steps, s.get("warmup_steps_excluded", 0), PHASES,
+        figs["steps"] = charts.step_chart(step_columns(d.steps, PHASES), s.get("warmup_steps_excluded", 0), PHASES,
                                           traced=[st.index for st in d.steps if st.traced])
     # the shaded steps, counted from the steps drawn (a job's page draws its reference rank's steps)
     traced = sum(1 for st in d.steps if st.traced)
@@ -182,10 +193,8 @@ def render(d) -> str:
     body = "\n".join(parts[:top] + [nav] + parts[top:])
     title = f"haiprof: {d.meta.get('target_name', 'run')}"
     return (f'<!DOCTYPE html><html lang="en"><head><meta charset="utf-8"><title>{esc(title)}</title>'
-            f'<style>{CSS}{minichart.CSS}</style></head><body>'
-            f'<h1>{esc(title)}</h1>{body}'
-            f'<script type="application/json" id="haiprof-figures">{_json_for_script(figs)}</script>'
-            f'<script>{minichart.JS}</script></body></html>')
+            f'<style>{CSS}{plotly_inline.CSS}</style></head><body>'
+            f'<h1>{esc(title)}</h1>{body}{plotly_inline.scripts(charts.with_hover(figs))}</body></html>')
 
 
 def write(d, path: Path) -> Path:

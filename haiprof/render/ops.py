@@ -16,7 +16,8 @@ SHARE_PARTS = (  # (summary key, label, colour); they add up to the traced step
 def _layout(title: str, xtitle: str, ytitle: str, **extra) -> dict:
     layout = {"title": {"text": charts.safe_text(title)}, "height": 300, "template": None,
               "margin": {"l": 60, "r": 20, "t": 40, "b": 50}, "xaxis": {"title": {"text": xtitle}},
-              "yaxis": {"title": {"text": ytitle}}, "legend": {"orientation": "h"}}
+              "yaxis": {"title": {"text": ytitle}}, "legend": {"orientation": "h"},
+              "meta": {"unit": ytitle or xtitle}}   # what hover values are in (charts.with_hover)
     layout.update(extra)
     return layout
 
