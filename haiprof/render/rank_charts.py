@@ -11,12 +11,13 @@ import math
 from . import charts
 
 HIST_BINS = 30
-HEATMAPS = (("step", "Step time", "Viridis"), ("data", "Waiting for data (DataLoader + copy to device)", "Reds"),
-            ("comm", "Exposed communication (sync not hidden by backward)", "Purples"))
-DIST_METRICS = (("work_ms", "Time before the gradient sync (what the others wait for)", "#4c78a8"),
+HEATMAPS = (("step", "Step time", "Viridis"),
+            ("data", "Waiting for data (DataLoader + copy to device)", [[0, "#fbf3f3"], [1, "#b2182b"]]),
+            ("comm", "Exposed communication (sync not hidden by backward)", [[0, "#f5f0f8"], [1, "#5e3c99"]]))
+# histogram title, colour; what the others wait for is the time a rank spends before the gradient sync
+DIST_METRICS = (("work_ms", "Time before the sync", "#4c78a8"),
                 ("dataloader_ms", "Waiting for data", charts.PHASE_COLORS["dataloader"]),
-                ("comm_ms", "Exposed communication (transfer + waiting for the slowest)",
-                 charts.PHASE_COLORS["allreduce"]))
+                ("comm_ms", "Exposed communication", charts.PHASE_COLORS["allreduce"]))
 
 
 def histogram(values: list, title: str, color: str, unit: str = "ms per step (median over the rank's steps)") -> dict:
@@ -61,6 +62,7 @@ def heatmaps(grid: dict) -> dict:
                       "hovertemplate": "%{y}<br>from step %{x}: %{z:.1f} ms/step<extra></extra>"}],
             "layout": charts._layout(f"{title}, per rank over the run", "rank (by host, local rank)",
                                      height=min(900, 160 + 3 * len(ranks)),
+                                     margin={"l": 200 if len(ranks) <= 64 else 60, "r": 20, "t": 40, "b": 40},
                                      xaxis={"title": {"text": "step (bucket start)"}},
                                      yaxis={"title": {"text": "rank (by host, local rank)"}, "autorange": "reversed",
                                             "showticklabels": len(ranks) <= 64})}
