@@ -40,10 +40,12 @@ def test_merge_reads_digests_and_reanalyses_only_stale_ranks(tmp_path):
     assert [k for k in range(16) if after[k] != before[k]] == [3]
     row3 = next(x for x in load_summary(job)["distributed"]["ranks"] if x["rank"] == 3)
     assert row3["steps"] == 200 and row3["status"] == "ok"
-    # a rank whose raw data cannot be analysed is named, the job's report still written
+    # rank 5's scribbled raw file, now newer than its digest, is what the rank is re-analysed from
     (job / "rank-5" / "phases.bin").write_bytes(b"not phases")
     r = run_haiprof("report", job)
     assert r.returncode == 0 and "Traceback" not in r.stderr
+    row5 = next(x for x in load_summary(job)["distributed"]["ranks"] if x["rank"] == 5)
+    assert row5["steps"] == 0
 
 
 def test_stale_ranks_are_reanalysed_in_a_pool(tmp_path):
