@@ -16,8 +16,8 @@ import multiprocessing
 import os
 import re
 import statistics
+import threading
 from concurrent.futures import ProcessPoolExecutor
-from concurrent.futures.process import BrokenProcessPool
 
 from haiprof.analyzers import actions
 from haiprof.analyzers import distributed as D
@@ -62,19 +62,14 @@ def refresh_stale(dirs: list) -> dict:
     workers = min(len(stale), os.cpu_count() or 1)
     if workers > 1:
         try:
-            ctx = multiprocessing.get_context("forkserver")
-            ctx.set_forkserver_preload(["haiprof.analysis.summary"])
+            # fork is the cheap start (the analysis modules are already imported); a process with threads (the
+            # launcher after a job) forks only a clean server
+            ctx = multiprocessing.get_context("fork" if threading.active_count() == 1 else "forkserver")
             with ProcessPoolExecutor(workers, mp_context=ctx) as pool:
-                futures = {pool.submit(rank_digest.refresh, p): p for p in stale}
-                for f, p in futures.items():
-                    try:
-                        f.result()
-                        done.add(p)
-                    except BrokenProcessPool:
-                        raise
-                    except Exception as e:   # this rank's data: the others go on
-                        errors[p] = f"{type(e).__name__}: {e}"
-                        done.add(p)
+                for p, err in zip(stale, pool.map(_refresh_quiet, stale, chunksize=max(1, len(stale) // (4 * workers)))):
+                    done.add(p)
+                    if err:
+                        errors[p] = err
         except Exception:   # no pool here (no /dev/shm, a worker killed): the rest one after another
             pass
     for p in stale:
@@ -84,6 +79,15 @@ def refresh_stale(dirs: list) -> dict:
             except Exception as e:
                 errors[p] = f"{type(e).__name__}: {e}"
     return errors
+
+
+def _refresh_quiet(path: str) -> str:
+    """Pool entry: '' or this rank's error (one rank's bad data does not stop the others)."""
+    try:
+        rank_digest.refresh(path)
+        return ""
+    except Exception as e:
+        return f"{type(e).__name__}: {e}"
 
 
 def _rank_inputs(run_dir: RunDir, gather: dict) -> tuple[list, dict, dict]:
