@@ -25,7 +25,7 @@ from haiprof.analyzers import steps as step_analysis
 from haiprof.analyzers import thresholds as T
 from haiprof.analyzers.steps import ALL_PHASES, Step
 
-from ..rundir import PHASES_BIN, PHASES_FILE, SAMPLES_DIR, STEPS_FILE, SUMMARY, RunDir
+from ..rundir import DIGEST_FILES, REPORT, STEPS_FILE, SUMMARY, RunDir
 from ..version import __version__
 
 DIGEST_FORMAT = 1
@@ -126,11 +126,11 @@ def refresh(path: str) -> str:
 
 
 def raw_files(rank_dir: Path) -> list:
-    out = [rank_dir / PHASES_BIN, rank_dir / PHASES_FILE]
-    samples = rank_dir / SAMPLES_DIR
-    if samples.is_dir():
-        out += list(samples.iterdir())
-    return [p for p in out if p.is_file()]
+    """Every file of the rank's own recording (phases, samples, traces, fix results): all but the digest and the
+    page; a digest older than any of them is stale."""
+    derived = set(DIGEST_FILES) | {REPORT}
+    return [p for p in rank_dir.rglob("*") if p.is_file() and not p.name.startswith(".")
+            and p.relative_to(rank_dir).as_posix() not in derived]
 
 
 def load_fresh(rank_dir: Path) -> tuple[dict, dict] | None:
