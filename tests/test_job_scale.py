@@ -46,6 +46,7 @@ def test_merge_reads_digests_and_reanalyses_only_stale_ranks(tmp_path):
     assert r.returncode == 0 and "Traceback" not in r.stderr
     row5 = next(x for x in load_summary(job)["distributed"]["ranks"] if x["rank"] == 5)
     assert row5["steps"] == 0
+    assert 'id="fig-rank-heat-step"' in (job / "report.html").read_text()   # the other ranks still have their rows
 
 
 def test_stale_ranks_are_reanalysed_in_a_pool(tmp_path):

@@ -145,9 +145,10 @@ def _scale(ranks: list, digests: dict, rows: list) -> tuple[dict, dict, list]:
     spread = rank_spread.outliers(per_rank)
     order = sorted(digests, key=lambda k: (str(digests[k]["meta"].get("host")),
                                            digests[k]["meta"].get("local_rank") or 0, k))
-    grid = rank_spread.grid([digests[k]["table"] for k in order], GRID_BUCKETS)
+    stepped = [k for k in order if len(digests[k]["table"]["duration_ns"])]   # a rank without steps has no row
+    grid = rank_spread.grid([digests[k]["table"] for k in stepped], GRID_BUCKETS)
     grid["ranks"] = [{"rank": k, "host": digests[k]["meta"].get("host"),
-                      "local_rank": digests[k]["meta"].get("local_rank")} for k in order]
+                      "local_rank": digests[k]["meta"].get("local_rank")} for k in stepped]
     grid["per_rank"] = per_rank
     nodes = {}
     for k in order:
