@@ -3,7 +3,8 @@
 Each rank wrote its digest (summary.json + steps.npz, analysis/rank_digest.py) on its own node at exit; the merge
 reads only those, so a 1,024-rank job merges in seconds. A rank whose digest is missing or stale (older than its
 raw files, another analysis version) is re-analysed first, in a process pool over all cores. Rank 0's raw data,
-always here, feeds the page's step and utilization charts (one rank, whatever the world size).
+always here, feeds the page's step and utilization charts (one rank, whatever the world size; from its digest
+when its run is long).
 
 Wiring only (decisions live in haiprof.analyzers.distributed and rank_spread). The job directory's meta.json says `distributed`;
 `haiprof report DIR` on it comes here too. The merged summary keeps the contract keys (bottleneck, phase_share as
@@ -31,6 +32,9 @@ from . import rank_digest
 from .summary import RunData, analyze
 
 RANK_DIR = re.compile(r"^rank-(\d+)$")
+# The reference rank's raw data is read for its charts up to this many steps (well under a second); a longer run's
+# page draws its step chart from the digest (bucketed), so the merge stays seconds whatever the run's length.
+REFERENCE_RAW_STEPS = 20_000
 GRID_BUCKETS = 64          # heatmap columns: a few hundred KB of page at 1,024 ranks
 LINK_FIELDS = ("rate_gbps", "speed_mbps", "tx_bytes_per_s_mean", "rx_bytes_per_s_mean", "peak_share_of_capacity")
 
@@ -117,12 +121,13 @@ def _rank_inputs(run_dir: RunDir, gather: dict) -> tuple[list, dict, dict]:
 
 def _reference(run_dir: RunDir, digests: dict):
     """Rank 0 (or the lowest rank present): its own steps and samples for the page's step and utilization charts,
-    from its raw data when it is here (one rank, whatever the world size), else from its digest."""
+    from its raw data when it is here and not long (one rank, whatever the world size), else from its digest."""
     if not digests:
         return None
     rank = min(digests)
     path = run_dir.path / f"rank-{rank}"
-    if rank_digest.raw_files(path):
+    steps = (digests[rank]["summary"].get("rank_digest") or {}).get("steps") or 0
+    if steps <= REFERENCE_RAW_STEPS and rank_digest.raw_files(path):
         try:
             return analyze(RunDir(path))
         except Exception:
