@@ -38,6 +38,7 @@ from ..rundir import DIGEST_FILES, GATHER_FILE
 MAX_DIGEST_BYTES = 4 * 2**20          # a TCPStore value is held in memory on the agent: a digest is far smaller
 IN_FLIGHT = 16                        # digests set and not yet read by rank 0, at most
 SLOT_POLL_S = 0.05
+FULL_SWEEP_S = 2.0
 DEFAULT_TIMEOUT_S = 60.0              # rank 0 waits this long after its own end for the others
 TERMINATING_TIMEOUT_S = 3.0           # ...but only this long when the job is being torn down (SIGTERM)
 CONNECT_TIMEOUT_S = 10.0
@@ -140,6 +141,7 @@ class RankGather:
                     store.set(self.prefix + f"data/{self.rank}", data)
                     how = "store"
             store.set(self.prefix + f"done/{self.rank}", how)
+            store.add(self.prefix + "ndone", 1)   # rank 0 looks at the ranks only when this moves
             return how
         except Exception as e:
             return f"not sent: {type(e).__name__}: {e}"
@@ -170,11 +172,16 @@ class RankGather:
         previous = signal.signal(signal.SIGTERM, on_term)
         try:
             deadline = time.monotonic() + (TERMINATING_TIMEOUT_S if terminating else self.timeout_s)
-            pending = set(range(1, self.world_size))
+            pending, seen, swept = set(range(1, self.world_size)), -1, 0.0
             while pending:
-                for r in sorted(pending):
-                    if self._take(store, r, result):
-                        pending.discard(r)
+                # one request a poll while nothing changes (the agent also serves the job's rendezvous); a full
+                # look now and then all the same, for a rank that died between its word and the count
+                ndone = store.add(self.prefix + "ndone", 0)
+                if ndone != seen or time.monotonic() - swept > FULL_SWEEP_S:
+                    seen, swept = ndone, time.monotonic()
+                    for r in sorted(pending):
+                        if self._take(store, r, result):
+                            pending.discard(r)
                 if not pending or time.monotonic() >= deadline:
                     break
                 if stop["now"]:
