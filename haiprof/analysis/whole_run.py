@@ -72,4 +72,44 @@ def analyze(steady: list, records: list, samples: dict) -> dict:
     for i in np.flatnonzero(new_loader):
         notes.setdefault(int(a["index"][i]), []).append("epoch start (a new DataLoader iterator)")
     out["slowest_steps"] = long_run.slowest_steps(a["duration"], a["index"], phases, SLOWEST, notes)
+    _context(out["slowest_steps"], a, records, samples.get("system", []))
     return out
+
+
+EVAL_NAME = "eval"            # collectors/phases.py: a forward without autograd (an evaluation pass)
+CHECKPOINT_BYTES = 1 << 20    # the process tree wrote this much around a step: a checkpoint (or a log dump)
+
+
+def _context(rows: list, a: dict, records: list, system: list) -> None:
+    """What else each slow step had around it, added to its notes: an evaluation pass between it and the step
+    before, the disk writes of the process tree (a checkpoint) and the CPU of the process and of the machine in
+    the sampler's interval around it ("host")."""
+    if not rows:
+        return
+    evals = np.asarray(sorted(int(r[1]) for r in records if isinstance(r, list) and r and r[0] == EVAL_NAME),
+                       dtype=np.int64)
+    system = [x for x in system if isinstance(x.get("t_ns"), int)]
+    sys_t = np.asarray([x["t_ns"] for x in system], dtype=np.int64)
+    pos = np.searchsorted(a["index"], [r["step"] for r in rows])
+    for r, i in zip(rows, pos):
+        start, end = int(a["start"][i]), int(a["end"][i])
+        before = int(a["end"][i - 1]) if i > 0 else start - 1
+        n_eval = int(np.searchsorted(evals, start, "right") - np.searchsorted(evals, before, "left"))
+        if n_eval:
+            r["notes"].append(f"an evaluation pass before it ({n_eval} eval forwards)")
+        if len(sys_t) < 2:
+            continue
+        # the sampler's intervals that overlap the step (the one around it for a step shorter than one)
+        j0 = max(1, int(np.searchsorted(sys_t, start, "right")))
+        j1 = min(len(sys_t) - 1, max(j0, int(np.searchsorted(sys_t, end, "left"))))
+        if start > sys_t[-1] or end < sys_t[0]:
+            continue
+        wrote = system[j1].get("proc_write_bytes", 0) - system[j0 - 1].get("proc_write_bytes", 0)
+        if wrote >= CHECKPOINT_BYTES:
+            r["notes"].append(f"the process wrote {wrote / 1e6:.0f} MB to disk around it (a checkpoint?)")
+        cpu = [system[j].get("cpu_main_pct") for j in range(j0, j1 + 1) if system[j].get("cpu_main_pct") is not None]
+        cores = [np.mean(system[j]["cpu_cores_pct"]) for j in range(j0, j1 + 1) if system[j].get("cpu_cores_pct")]
+        if cpu:
+            r["host"] = (f"training process {np.mean(cpu):.0f}% CPU" +
+                         (f", machine {np.mean(cores):.0f}% busy" if cores else "") +
+                         f" ({(sys_t[j1] - sys_t[j0 - 1]) / 1e9:.1f} s around the step)")

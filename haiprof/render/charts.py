@@ -43,7 +43,7 @@ def _layout(title: str, ytitle: str, unit: str | None = None, **extra) -> dict:
     return layout
 
 
-STEP_DETAIL_BUDGET = 200_000   # bytes of base64 for the per-step detail of one step chart (report <= 1 MB)
+STEP_DETAIL_BUDGET = 250_000   # bytes of base64 for the per-step detail of a page's step charts (report <= 1 MB)
 
 
 def step_chart(cols: dict, warmup: int, phases, traced=(), title: str = "Time per step by phase",
@@ -67,7 +67,7 @@ def step_chart(cols: dict, warmup: int, phases, traced=(), title: str = "Time pe
     what = "mean of the bucket's steps" if k > 1 else ""
     traces = [{"type": "bar", "name": SERIES_NAMES.get(p, p), "x": xs, "y": ms[p],
                "marker": {"color": PHASE_COLORS.get(p) or IDLE_COLORS.get(p, "#888")},
-               "hovertemplate": (("steps %{customdata[0]}-%{customdata[1]}<br>" if k > 1 else "step %{x}<br>")
+               "hovertemplate": (("steps %{customdata[0]:d}-%{customdata[1]:d}<br>" if k > 1 else "step %{x:d}<br>")
                                  + safe_text(SERIES_NAMES.get(p, p)) + f": %{{y:.3g}} ms {what}<extra></extra>")}
               for p in ph]
     if k > 1:
@@ -80,7 +80,7 @@ def step_chart(cols: dict, warmup: int, phases, traced=(), title: str = "Time pe
                        "error_y": {"type": "data", "symmetric": False, "array": (hi - med).tolist(),
                                    "arrayminus": (med - lo).tolist(), "color": "#555", "thickness": 1, "width": 0},
                        "customdata": [[a, z, float(x), float(y)] for (a, z), x, y in zip(span, lo, hi)],
-                       "hovertemplate": "steps %{customdata[0]}-%{customdata[1]}<br>median %{y:.3g} ms<br>"
+                       "hovertemplate": "steps %{customdata[0]:d}-%{customdata[1]:d}<br>median %{y:.3g} ms<br>"
                                         "min %{customdata[2]:.3g} ms, max %{customdata[3]:.3g} ms<extra></extra>"})
         title += f" ({len(xs)} buckets of {k} steps: zoom in, down to single steps)"
     totals = [sum(ms[p][i] for p in ms) for i in range(len(xs))]
@@ -92,24 +92,29 @@ def step_chart(cols: dict, warmup: int, phases, traced=(), title: str = "Time pe
     wu = warmup if n > warmup else 0
     shapes = StepAxis.shapes(first, int(idx[-1]), wu, sorted(traced_set))
     layout = _layout(title, "ms", unit="ms", barmode="stack", bargap=0.2 if k == 1 else 0, shapes=shapes,
-                     annotations=notes, xaxis={"title": {"text": "step"},
+                     annotations=notes, xaxis={"title": {"text": "step"}, "exponentformat": "none",
                                                "range": [first - 0.5, int(idx[-1]) + 0.5]}, yaxis=yaxis)
     fig = {"data": traces, "layout": layout,
            "shading": {"warmup": [first, first + wu - 1] if wu else None,
                        "traced": step_detail.traced_runs(traced_set)}}
-    if k > 1:
-        zoom = step_detail.encode(idx, dur, ph, budget)
-        if zoom:
-            zoom["phases"] = [{"key": p, "name": SERIES_NAMES.get(p, p),
-                               "color": PHASE_COLORS.get(p) or IDLE_COLORS.get(p, "#888")} for p in ph]
-            fig["zoom"] = zoom
-            layout["xaxis"]["rangeslider"] = {"visible": True, "thickness": 0.08,
-                                              "range": [first - 0.5, int(idx[-1]) + 0.5]}
-            layout["yaxis"]["fixedrange"] = True    # a drag zooms the steps, not the milliseconds
-            layout["height"] = 380
-            if zoom["k"] > 1:   # said in the chart: the finest zoom is a group of steps
-                layout["title"]["text"] += (f"; finest zoom: groups of {zoom['k']} steps (every step of a "
-                                            f"{n}-step run does not fit in the report)")
+    zoom = step_detail.encode(idx, dur, ph, budget) if k > 1 else None
+    if zoom:
+        # the page draws the buckets from the detail (the same buckets, min/median/max from the embedded
+        # times): whole-run bars as JSON would cost as much as the detail itself
+        fig["data"] = []
+        zoom["phases"] = [{"key": p, "name": safe_text(SERIES_NAMES.get(p, p)),
+                           "color": PHASE_COLORS.get(p) or IDLE_COLORS.get(p, "#888")} for p in ph]
+        fig["zoom"] = zoom
+        layout["xaxis"]["rangeslider"] = {"visible": True, "thickness": 0.08,
+                                          "range": [first - 0.5, int(idx[-1]) + 0.5]}
+        layout["yaxis"]["fixedrange"] = True    # a drag zooms the steps, not the milliseconds
+        layout["height"] = 400
+        # the slider takes the space under the axis: the legend goes between the title and the plot
+        layout["legend"] = {"orientation": "h", "x": 0, "y": 1.0, "yanchor": "bottom"}
+        layout["margin"] = {**layout["margin"], "t": 80}
+        if zoom["k"] > 1:   # said in the chart: the finest zoom is a group of steps
+            layout["title"]["text"] += (f"; finest zoom: groups of {zoom['k']} steps (every step of a "
+                                        f"{n}-step run does not fit in the report)")
     return fig
 
 
@@ -205,7 +210,7 @@ class StepAxis:
 
     def layout(self) -> dict:
         first, last = self.spans[0][0], self.spans[-1][0]
-        return {"xaxis": {"title": {"text": "step"}, "range": [first - 0.5, last + 0.5]},
+        return {"xaxis": {"title": {"text": "step"}, "range": [first - 0.5, last + 0.5], "exponentformat": "none"},
                 "shapes": self.shapes(first, last, self.warmup, self.traced)}
 
 
@@ -223,6 +228,7 @@ def timeline_chart(title: str, ytitle: str, series: list[tuple[str, list, list]]
         mapped = axis.series(series)
         if sum(len(x) for _, x, _ in mapped) >= 2:   # else the run was too short for a sample inside a step
             title, series, extra = title + axis.left_out(series), mapped, axis.layout()
+    series = [(name, *thin(x, y)) for name, x, y in series]   # a days-long run: bucket means, not every sample
     traces = [{"type": "scatter", "mode": "lines", "name": safe_text(name), "x": x, "y": y}
               for name, x, y in series if x]
     return {"data": traces, "layout": _layout(title, ytitle, **extra)}
@@ -235,10 +241,29 @@ def with_hover(figs: dict) -> dict:
         unit = (layout.get("meta") or {}).get("unit") or ""
         unit = f" {safe_text(unit)}" if unit else ""
         xt = ((layout.get("xaxis") or {}).get("title") or {}).get("text") or ""
-        where = "step %{x}" if xt == "step" else "%{x} s" if xt.startswith("seconds") else "%{x}"
+        where = "step %{x:.1f}" if xt == "step" else "%{x} s" if xt.startswith("seconds") else "%{x}"
         for t in fig.get("data") or []:
             if "hovertemplate" in t or t.get("type") not in ("bar", "scatter"):
                 continue
             t["hovertemplate"] = (f"%{{y}}: %{{x:.3g}}{unit}" if t.get("orientation") == "h"
                                   else f"{where}: %{{y:.3g}}{unit}")
     return figs
+
+
+def thin(xs: list, *series: list, max_points: int = MAX_BARS) -> tuple[list, ...]:
+    """A per-step series of a long run as at most max_points bucket means (x: the bucket's centre), so a page
+    never carries a million JSON numbers; None values (no data for a step) are left out of the means."""
+    n = len(xs)
+    k = -(-n // max_points) if n > max_points else 1
+    if k == 1:
+        return (list(xs), *[list(s) for s in series])
+    starts = np.arange(0, n, k)
+    x = np.asarray(xs, dtype=np.float64)
+    cnt = np.diff(np.append(starts, n))
+    out = [((np.add.reduceat(x, starts) / cnt)).tolist()]
+    for s in series:
+        v = np.asarray([np.nan if y is None else y for y in s], dtype=np.float64)
+        ok = ~np.isnan(v)
+        tot, num = np.add.reduceat(np.where(ok, v, 0.0), starts), np.add.reduceat(ok.astype(np.int64), starts)
+        out.append([None if c == 0 else t / c for t, c in zip(tot.tolist(), num.tolist())])
+    return tuple(out)

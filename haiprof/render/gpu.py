@@ -30,23 +30,30 @@ def _busy_chart(dev: dict, warmup: int, host_steps: list) -> dict:
     steady = [t for x, t in zip(xs, totals) if x in by_index and not by_index[x]["traced"] and x > warmup]
     yaxis, notes = charts.clip_outliers(xs, totals, steady, "ms")
     shapes = charts.StepAxis.shapes(xs[0], xs[-1], warmup, [p["index"] for p in per if p["traced"]]) if xs else []
+    title = "GPU busy (kernels and copies) and idle per step (device clock)"
+    if len(xs) > charts.MAX_BARS:    # a long run: bucket means, never a JSON number per step
+        xs, busy, idle = charts.thin(xs, busy, idle)
+        totals = [(b or 0) + (i or 0) for b, i in zip(busy, idle)]
+        yaxis, notes = charts.clip_outliers(xs, totals, totals, "ms")
+        title += f" (mean of {-(-len(per) // charts.MAX_BARS)} steps per bar)"
     return {"data": [{"type": "bar", "name": "GPU busy", "x": xs, "y": busy, "marker": {"color": "#4c78a8"}},
                      {"type": "bar", "name": "GPU idle", "x": xs, "y": idle, "marker": {"color": "#bab0ac"}}],
-            "layout": charts._layout("GPU busy (kernels and copies) and idle per step (device clock)", "ms", barmode="stack",
-                                     annotations=notes, yaxis=yaxis, shapes=shapes, xaxis={"title": {"text": "step"}})}
+            "layout": charts._layout(title, "ms", barmode="stack", annotations=notes, yaxis=yaxis, shapes=shapes,
+                                     xaxis={"title": {"text": "step"}, "exponentformat": "none"})}
 
 
 def _memory_chart(mem: dict, host_steps: list) -> dict:
     per = mem["per_step"]
-    xs = [p["index"] for p in per]
     gib = 2 ** -30
-    xaxis = {"title": {"text": "step"}}
+    xs, alloc, reserved = charts.thin([p["index"] for p in per], [p["peak_allocated"] * gib for p in per],
+                                      [p["peak_reserved"] * gib for p in per])   # long runs: bucket means
+    xaxis = {"title": {"text": "step"}, "exponentformat": "none"}
     if host_steps:     # the step chart's extent, so step i sits over bar i
         xaxis["range"] = [host_steps[0] - 0.5, host_steps[-1] + 0.5]
     return {"data": [{"type": "scatter", "mode": "lines+markers", "name": "peak allocated (so far)", "x": xs,
-                      "y": [p["peak_allocated"] * gib for p in per]},
+                      "y": alloc},
                      {"type": "scatter", "mode": "lines+markers", "name": "peak reserved (so far)", "x": xs,
-                      "y": [p["peak_reserved"] * gib for p in per]}],
+                      "y": reserved}],
             "layout": charts._layout("Device memory per step", "GiB", xaxis=xaxis,
                                      yaxis={"title": {"text": "GiB"}, "range": [0, (mem.get("capacity_bytes") or
                                             max(p["peak_reserved"] for p in per) * 1.2) * gib]})}

@@ -136,9 +136,11 @@ def _energy(d, figs, missing) -> str:
     if not en.get("available"):   # its reason is the GPU and RAPL collectors' own, in Collectors
         return _missing(missing, "energy (no power source)")
     per = d.timelines.get("hardware", {}).get("energy_per_step", [])
-    figs["hw-energy"] = {"data": [{"type": "bar", "x": [p["index"] for p in per], "y": [p["joules"] for p in per],
-                                   "name": "J/step"}],
-                         "layout": charts._layout("Energy per step", "J", xaxis={"title": {"text": "step"}})}
+    xs, ys = charts.thin([p["index"] for p in per], [p["joules"] for p in per])   # long runs: bucket means
+    figs["hw-energy"] = {"data": [{"type": "bar", "x": xs, "y": ys, "name": "J/step"}],
+                         "layout": charts._layout("Energy per step" + ("" if len(xs) == len(per) else
+                                                  " (mean per bucket of steps)"), "J",
+                                                  xaxis={"title": {"text": "step"}, "exponentformat": "none"})}
     shares = ", ".join(f"{k} {100 * v:.0f}%" for k, v in en["phase_share"].items() if v > 0.005)
     facts = (f"{en['joules_total']:.1f} J over {en['steps']} steps, median {en['joules_per_step_median']:.2f} J/step; "
              f"{100 * en['waiting_for_input_share']:.0f}% spent waiting for input; by phase: {shares}")

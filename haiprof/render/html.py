@@ -61,10 +61,11 @@ def section_phases(d, figs):
     if getattr(d, "device_steps", None):   # CUDA runs: the step chart on the device clock, as the shares above
         keys = [*PHASES, "busy:estimated", *charts.IDLE_COLORS]
         figs["steps"] = charts.step_chart(step_columns(d.device_steps, keys), s.get("warmup_steps_excluded", 0), keys,
+                                          budget=charts.STEP_DETAIL_BUDGET * 2 // 3,
                                           traced=[st.index for st in d.device_steps if st.traced],
                                           title="Device time per step: busy by phase, idle by host cause (device clock)")
         figs["host-steps"] = charts.step_chart(step_columns(d.steps, PHASES), s.get("warmup_steps_excluded", 0),
-                                               PHASES, budget=charts.STEP_DETAIL_BUDGET // 2,
+                                               PHASES, budget=charts.STEP_DETAIL_BUDGET // 3,
                                                traced=[st.index for st in d.steps if st.traced],
                                                title="Host time per step by phase (host clock)")
         host_chart = ("<details><summary>Host time per step (host clock: what the CPU did, not what the GPU "

@@ -1,5 +1,6 @@
-"""Report section: the slowest steady steps (summary.json `slowest_steps`), what each spent its time on and what
-else happened in it, so a long run's stalls can be found by step number."""
+"""Report section: the slowest steady steps (summary.json `slowest_steps`), what each spent its time on, what the
+host and the GPU did around it and what else happened in it, so a long run's stalls can be found by step number.
+Each step number is a link that zooms the step chart onto that step (render/js/steps.js)."""
 from __future__ import annotations
 
 from .escape import esc
@@ -7,20 +8,32 @@ from .escape import esc
 PHASE_ORDER = ("dataloader", "h2d", "forward", "backward", "optimizer", "allreduce", "other")
 
 
+def _gpu(per_step: dict, step: int) -> str:
+    p = per_step.get(step)
+    if not p or not p.get("duration_s"):
+        return ""
+    return f"GPU busy {p['busy_s'] * 1e3:.3g} of {p['duration_s'] * 1e3:.3g} ms"
+
+
 def section_slowest(d, figs) -> str:
     rows = d.summary.get("slowest_steps") or []
     if len(rows) < 2:
         return ""
     median = (d.summary.get("step_time_s") or {}).get("median")
+    per_step = {p["index"]: p for p in ((d.summary.get("device") or {}).get("per_step") or [])}
     head = "".join(f"<th>{p}</th>" for p in PHASE_ORDER)
     body = []
     for r in rows:
         ph = r.get("phases_ms") or {}
         cells = "".join(f"<td>{ph[p]:.3g}</td>" if ph.get(p) else "<td></td>" for p in PHASE_ORDER)
-        notes = esc("; ".join(r.get("notes") or []))
-        body.append(f"<tr><td>{r['step']}</td><td><b>{r['time_ms']:.3g}</b></td>{cells}<td>{notes}</td></tr>")
+        step = int(r["step"])
+        did = "; ".join(x for x in (r.get("host"), _gpu(per_step, step)) if x)
+        body.append(f'<tr data-step="{step}"><td><a class="zoom-step" href="#fig-steps" data-step="{step}" '
+                    f'title="show step {step} in the step chart">{step}</a></td><td><b>{r["time_ms"]:.3g}</b></td>'
+                    f'{cells}<td>{esc(did)}</td><td>{esc("; ".join(r.get("notes") or []))}</td></tr>')
     ref = f" The median step is {median * 1e3:.3g} ms." if median else ""
     return (f'<section id="slowest"><h3>Slowest steps</h3><p class="note">The {len(rows)} slowest steps after '
-            f'warm-up and outside the tracing windows, in ms.{ref}</p><div style="overflow-x:auto">'
-            f'<table class="grid"><tr><th>step</th><th>time</th>{head}<th>what else happened</th></tr>'
-            f'{"".join(body)}</table></div></section>')
+            f'warm-up and outside the tracing windows, in ms.{ref} Click a step to see it in the step chart.</p>'
+            f'<div style="overflow-x:auto"><table class="grid" id="slowest-table"><tr><th>step</th><th>time</th>'
+            f'{head}<th>host and GPU around it</th><th>what else happened</th></tr>{"".join(body)}</table></div>'
+            f'</section>')

@@ -63,7 +63,7 @@
       span.push([first, last, lo_, hi_]); med.push(median(meds)); mn.push(lo_); mx.push(hi_);
       for (p = 0; p < ph.length; p++) ys[p].push(ph[p] / cnt);
     }
-    var where = single ? 'step %{x}<br>' : 'steps %{customdata[0]}-%{customdata[1]}<br>';
+    var where = single ? 'step %{x:d}<br>' : 'steps %{customdata[0]:d}-%{customdata[1]:d}<br>';
     var traces = z.phases.map(function (p, q) {
       return {type: 'bar', name: p.name, x: xs, y: ys[q], width: width, customdata: span,
               marker: {color: p.color}, hovertemplate: where + p.name + ': %{y:.3g} ms' + (single ? '' : ' (mean)') +
@@ -109,9 +109,10 @@
     var base = c.layout, sh = shading(c, range[0], range[1]), layout = Object.assign({}, base), data = c.fig.data;
     layout.xaxis = Object.assign({}, base.xaxis, {range: range.slice(), autorange: false});
     layout.annotations = (base.annotations || []).concat(sh.notes);
+    if (c.detail && whole) data = rebucket(c, range[0], range[1]);   // the whole run's buckets
     if (c.detail && !whole) {
       data = rebucket(c, range[0], range[1]);
-      if (c.overview) data.push(c.overview);
+      data.push(c.overview);
       layout.yaxis = Object.assign({}, base.yaxis, {range: null, autorange: true, rangemode: 'tozero'});
       layout.yaxis.title = {text: 'ms (' + c.label + ')'};
       layout.annotations = sh.notes;   // the whole run's clipped-bar labels belong to the whole-run bars
@@ -140,10 +141,13 @@
     charts[el.id] = c;
     var ready = Promise.resolve();
     if (fig.zoom) {
-      var med = fig.data.filter(function (t) { return t.type === 'scatter'; })[0];
-      if (med) c.overview = {type: 'scatter', mode: 'lines', name: 'median, whole run', x: med.x, y: med.y,
-                             line: {color: '#888', width: 1}, hoverinfo: 'skip'};
-      ready = window.haiprofInflateB64(fig.zoom.b64).then(function (buf) { c.detail = decode(fig.zoom, buf); });
+      ready = window.haiprofInflateB64(fig.zoom.b64).then(function (buf) {
+        c.detail = decode(fig.zoom, buf);
+        // the whole run's medians as a line: the range slider keeps the whole run in view when zoomed in
+        var med = rebucket(c, c.full[0], c.full[1]).filter(function (t) { return t.type === 'scatter'; })[0];
+        c.overview = {type: 'scatter', mode: 'lines', name: 'median, whole run', x: med ? med.x : [],
+                      y: med ? med.y : [], line: {color: '#888', width: 1}, hoverinfo: 'skip'};
+      });
     }
     return ready.then(function () { return redraw(c, c.full); }).then(function () {
       el.on('plotly_relayout', function (ev) { onRelayout(c, ev); });
