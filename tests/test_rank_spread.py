@@ -104,3 +104,13 @@ def test_digest_is_stale_when_raw_data_is_newer_or_version_differs(tmp_path):
     assert rank_digest.load_fresh(d) is None          # another version's digest, raw data here: analyse again
     (d / "phases.bin").unlink()
     assert rank_digest.load_fresh(d) is not None      # ...but it is all there is of a rank whose raw data stayed away
+
+
+def test_digest_keeps_sync_statistics_bounded():
+    reducer = [["@ddp", 0, 0, {"avg_backward_comm_time": c, "model": 0}] for c in (5, 5, 4, 4, 3)]
+    sharded = [["@ddp", 0, 0, {"source": "fsdp", "comm_ns": i}] for i in range(5000)]
+    batches, ddp = rank_digest._rank_records(reducer + sharded + [["@batch", 0, 0, 64]])
+    assert batches == [64]
+    assert [r["avg_backward_comm_time"] for r in ddp if "avg_backward_comm_time" in r] == [5, 4, 3]
+    per_step = [r for r in ddp if r.get("source") == "fsdp"]
+    assert len(per_step) <= rank_digest.MAX_ROWS and per_step[0]["comm_ns"] == 0 and per_step[-1]["comm_ns"] > 4900

@@ -82,15 +82,22 @@ def steps_from_table(table) -> list:
 
 
 def _rank_records(records) -> tuple[list, list]:
-    """Batch sizes ("@batch") and DDP reducer timers ("@ddp", consecutive distinct ones) of a rank's records."""
-    batches, ddp = [], []
+    """Batch sizes ("@batch") and the gradient-sync statistics ("@ddp") of a rank's records, bounded: DDP's
+    reducer running averages as their consecutive distinct values (the last MAX_DDP_RECORDS: enough to unroll
+    them), per-step statistics (a sharded job's collectives) evenly sampled down to MAX_ROWS."""
+    batches, reducer, per_step = [], [], []
     for rec in records:
         if isinstance(rec, list) and len(rec) >= 4:
             if rec[0] == "@batch" and isinstance(rec[3], int):
                 batches.append(rec[3])
-            elif rec[0] == "@ddp" and isinstance(rec[3], dict) and (not ddp or rec[3] != ddp[-1]):
-                ddp.append(rec[3])
-    return batches, ddp[-MAX_DDP_RECORDS:]
+            elif rec[0] == "@ddp" and isinstance(rec[3], dict):
+                if "avg_backward_comm_time" in rec[3]:
+                    if not reducer or rec[3] != reducer[-1]:
+                        reducer.append(rec[3])
+                else:
+                    per_step.append(rec[3])
+    stride = -(-len(per_step) // MAX_ROWS) if len(per_step) > MAX_ROWS else 1
+    return batches, reducer[-MAX_DDP_RECORDS:] + per_step[::stride]
 
 
 def digest_section(data, steady: list, records) -> dict:
