@@ -34,7 +34,9 @@ def histogram(values: list, title: str, color: str, unit: str = "ms per step (me
     return {"data": [{"type": "bar", "name": "ranks", "x": centers, "y": counts, "marker": {"color": color},
                       "hovertemplate": "%{y} rank(s) around %{x} ms<extra></extra>"}],
             "layout": charts._layout(title, "ranks", height=240, bargap=0.05, showlegend=False,
-                                     xaxis={"title": {"text": unit}})}
+                                     xaxis={"title": {"text": unit}},
+                                     # log counts: the few outliers stay visible beside a thousand typical ranks
+                                     yaxis={"title": {"text": "ranks (log)"}, "type": "log"})}
 
 
 def distributions(per_rank: list) -> dict:
