@@ -114,3 +114,10 @@ def test_digest_keeps_sync_statistics_bounded():
     assert [r["avg_backward_comm_time"] for r in ddp if "avg_backward_comm_time" in r] == [5, 4, 3]
     per_step = [r for r in ddp if r.get("source") == "fsdp"]
     assert len(per_step) <= rank_digest.MAX_ROWS and per_step[0]["comm_ns"] == 0 and per_step[-1]["comm_ns"] > 4900
+
+
+def test_step_table_splits_device_time_into_busy_and_idle():
+    host = _steps(3)
+    device = [Step(1, 0, 10, {"forward": 3 * MS, "idle:inside_spans": 1 * MS, "idle:dataloader": 2 * MS})]
+    t = rank_digest.step_table(host, device)
+    assert list(t["device_busy_ns"]) == [0, 3 * MS, 0] and list(t["device_idle_ns"]) == [0, 3 * MS, 0]
