@@ -92,3 +92,21 @@ def test_256_rank_page_names_the_slow_node_and_rank(browser, tmp_path):  # noqa:
     assert page.locator("#rank-table-full").is_visible() and page.locator("#rank-table-full tr").count() == 257
     assert "node013" in page.locator("#node-table-slow").inner_text()
     page.close()
+
+
+def test_nodes_carry_their_infiniband_rates(tmp_path):
+    job = job_scale.build_job(tmp_path / "job", 16)
+    for rank in (8, 9):   # node001's ranks: the first sampled no ports, the second an HDR port
+        p = job / f"rank-{rank}" / "summary.json"
+        s = json.loads(p.read_text())
+        s["hardware"]["links"] = {"infiniband": {}, "nic": {}} if rank == 8 else {"infiniband": {"mlx5_0:1": {
+            "rate_gbps": 200.0, "tx_bytes_per_s_mean": 3.1e9, "rx_bytes_per_s_mean": 2.9e9,
+            "peak_share_of_capacity": 0.4}}, "nic": {}}
+        p.write_text(json.dumps(s))
+    r = run_haiprof("report", job)
+    assert r.returncode == 0, r.stderr[-2000:]
+    nodes = {n["host"]: n for n in load_summary(job)["distributed"]["nodes"]}
+    assert nodes["node001"]["ranks"] == list(range(8, 16))
+    assert nodes["node001"]["links"]["infiniband"]["mlx5_0:1"]["rx_bytes_per_s_mean"] == 2.9e9
+    assert not nodes["node000"]["links"]["infiniband"]
+    assert "IB mlx5_0:1: tx 3100.0 rx 2900.0 MB/s of 200 Gb/s, peak 40%" in (job / "report.html").read_text()

@@ -160,8 +160,8 @@ def _scale(ranks: list, digests: dict, rows: list) -> tuple[dict, dict, list]:
         m = digests[k]["meta"]
         node = nodes.setdefault(m.get("host"), {"host": m.get("host"), "node_rank": m.get("node_rank"), "ranks": []})
         node["ranks"].append(k)
-        if "links" not in node:   # the node's ports, as its first rank's sampler saw them
-            links = ((digests[k]["summary"].get("hardware") or {}).get("links")) or {}
+        links = ((digests[k]["summary"].get("hardware") or {}).get("links")) or {}
+        if not any((node.get("links") or {}).values()):   # a node's ports, as its first rank that sampled them saw
             node["links"] = {g: {port: {x: v.get(x) for x in LINK_FIELDS} for port, v in (links.get(g) or {}).items()}
                              for g in ("infiniband", "nic")}
     for node in nodes.values():
