@@ -3,61 +3,25 @@ to single steps (re-bucketed in the page from the embedded per-step detail), a s
 the slowest-steps table and its link zooms the chart onto it, hover gives values in ms, the report is <= 1 MB.
 
 The run directory is written with the real phase store writer (haiprof/phasestore.py) from noisy numpy columns
-(10% noise on each phase: real runs are not periodic, and periodic data would compress to nothing), then
-`haiprof report DIR` analyses it as any run."""
-import json
+(benchmarks/report_size.py: 10-20% noise on each phase; real runs are not periodic, and periodic data would
+compress to nothing), then `haiprof report DIR` analyses it as any run."""
+import sys
 
-import numpy as np
 import pytest
 
-from conftest import artifact, load_summary, run_haiprof
+from conftest import REPO, artifact, load_summary, run_haiprof
 from test_report_browser import MAX_REPORT_BYTES, browser, open_report  # noqa: F401  (browser: a fixture)
 
-from haiprof.phasestore import encode_chunk
+sys.path.insert(0, str(REPO))
+from benchmarks.report_size import write_run  # noqa: E402  (the phase store writer on noisy numpy columns)
 
-N, SLOW, MS, GAP = 100_000, 73_421, 1_000_000, 20_000
-T0 = 10**12
-
-
-def write_run(out, n=N, slow_at=SLOW, seed=0):
-    """A finished CPU run of n steps: DataLoader, forward, backward, optimizer; an epoch every 10,000 steps."""
-    rng = np.random.default_rng(seed)
-    load = (0.3 * MS * (1 + 0.2 * rng.random(n))).astype(np.int64)
-    fwd, bwd, opt = ((ms * MS * (1 + 0.1 * rng.standard_normal(n)).clip(0.5)).astype(np.int64) for ms in (1, 2, 0.5))
-    fwd[slow_at] += 300 * MS
-    step = load + fwd + bwd + opt + 4 * GAP
-    end = T0 + 10**9 + np.cumsum(step)
-    a = end - step
-    b = a + load
-    c, d = b + GAP, b + GAP + fwd
-    e, f = d + GAP, d + GAP + bwd
-    g, h = f + GAP, f + GAP + opt
-    cols = [x.tolist() for x in (a, b, c, d, e, f, g, h, end)]
-    out.mkdir(parents=True)
-    (out / "samples").mkdir()
-    (out / "status.jsonl").write_text(json.dumps({"collector": "phases", "available": True, "reason": ""}) + "\n")
-    (out / "meta.json").write_text(json.dumps({
-        "command": "haiprof run train.py", "target_name": "train", "script": "train.py", "argv": [], "exit_code": 0,
-        "how": "exit", "start_monotonic_ns": T0, "end_monotonic_ns": int(end[-1]) + 10**8, "start_time": 1.8e9,
-        "end_time": 1.8e9 + (int(end[-1]) - T0) / 1e9, "host": "test", "cpu_count": 2, "gpus": []}))
-    with open(out / "phases.bin", "wb") as fh:
-        recs = [("@step", cols[0][0], cols[0][0])]
-        for i in range(n):
-            recs += [("dataloader", cols[0][i], cols[1][i]), ("forward", cols[2][i], cols[3][i]),
-                     ("backward", cols[4][i], cols[5][i]), ("optimizer", cols[6][i], cols[7][i]),
-                     ("@step", cols[8][i], cols[8][i])]
-            if i % 10_000 == 5_000:
-                recs.append(("@loader", cols[0][i] + 1, cols[0][i] + 1))
-            if len(recs) >= 6000:
-                fh.write(encode_chunk(recs))
-                recs = []
-        fh.write(encode_chunk(recs))
+N, SLOW = 100_000, 73_421
 
 
 @pytest.fixture(scope="module")
 def long_run(tmp_path_factory):
     out = tmp_path_factory.mktemp("long") / "run"
-    write_run(out)
+    write_run(out, N, SLOW)
     r = run_haiprof("report", "--quiet", out, timeout=300)
     assert r.returncode == 0, r.stderr
     return out
@@ -91,6 +55,11 @@ def test_long_run_step_chart_zooms_to_single_steps(long_run, browser):  # noqa: 
     whole = _drawn(page)
     assert 0 < len(whole["xs"][0]) <= 2000 and "forward" in whole["names"]   # buckets over the whole run
     assert page.locator("#fig-steps .rangeslider-container").count() == 1
+    page.locator("#fig-steps").screenshot(path=artifact("long-run-whole.png"))
+    # the one warm-up step stays visible over 100,000 steps: at least 1/250 of the view, labelled
+    warm = page.evaluate("document.getElementById('fig-steps')._fullLayout.shapes.map(s => [s.x0, s.x1])")
+    assert len(warm) == 1 and warm[0][1] - warm[0][0] >= N / 250 * 0.99, warm
+    assert "warm-up" in page.locator("#fig-steps .annotation").all_text_contents()
 
     _zoom(page, 49_999.5, 50_009.5)        # steps 50,000-50,009: ten bars, one per step, with their phases
     z = _drawn(page)
@@ -112,7 +81,8 @@ def test_long_run_step_chart_zooms_to_single_steps(long_run, browser):  # noqa: 
 
     # the slowest steps: the injected one first; its link zooms the chart onto it
     first = page.locator("#slowest tr[data-step]").first
-    assert first.get_attribute("data-step") == str(SLOW)
+    assert first.get_attribute("data-step") == str(SLOW) and page.locator("#slowest tr[data-step]").count() == 20
+    assert "host and GPU around it" in page.locator("#slowest-table tr").first.inner_text()
     assert s["slowest_steps"][0]["step"] == SLOW and s["slowest_steps"][0]["time_ms"] > 300
     first.locator("a.zoom-step").click()
     page.wait_for_function(f"document.getElementById('fig-steps').dataset.range === '{SLOW - 10.5},{SLOW + 10.5}'")

@@ -1,5 +1,6 @@
 """report.html in a real headless Chromium: no console errors, no network, verdict shown, charts drawn,
 run-supplied text inert."""
+import json
 import shutil
 
 import pytest
@@ -35,13 +36,14 @@ def open_report(browser, path):
 
 
 def _tick_x(page, fig) -> dict:
-    """x pixel (page coordinates) of the centre of each x-axis tick label of a drawn plotly chart."""
-    out = {}
-    for t in page.locator(f"#fig-{fig} .xaxislayer-above .xtick text").all():
-        box = t.bounding_box()
-        if box:
-            out[t.text_content()] = box["x"] + box["width"] / 2
-    return out
+    """x pixel (page coordinates) of each x-axis tick of a drawn plotly chart, by plotly's own data-to-pixel map
+    (a label's box can be nudged off its tick at the plot's edge)."""
+    return page.evaluate("""fig => {
+        const el = document.getElementById('fig-' + fig), xa = el._fullLayout.xaxis;
+        const left = el.querySelector('.main-svg').getBoundingClientRect().left, out = {};
+        for (const t of xa._vals || []) out[t.text] = left + xa._offset + xa.l2p(t.x);
+        return out;
+    }""", fig)
 
 
 def legend(page, fig) -> dict:
@@ -75,6 +77,21 @@ def test_report_renders_offline(browser, tmp_path):
         assert page.locator(f"#fig-{fig} .main-svg").count() >= 1, fig
     assert page.locator("#fig-steps .bars path").count() >= 10
     assert page.locator("#fig-cpu .scatterlayer .js-line").count() >= 1
+    # plotly.js's cartesian bundle: a heatmap trace is there for the job page's ranks x steps chart
+    assert page.evaluate("typeof Plotly.newPlot === 'function' && 'heatmap' in Plotly.PlotSchema.get().traces")
+    # every trace hovers with its unit; the charts follow the window's width (plotly's responsive config)
+    figs = json.loads(page.locator("#haiprof-figures").text_content())
+    assert all(" ms" in t["hovertemplate"] for t in figs["steps"]["data"])
+    assert all("% of one core" in t["hovertemplate"] for t in figs["cpu"]["data"])
+    wide = page.locator("#fig-cpu .main-svg").first.bounding_box()["width"]
+    page.set_viewport_size({"width": 700, "height": page.viewport_size["height"]})
+    page.wait_for_function("document.querySelector('#fig-cpu .main-svg').getBoundingClientRect().width < 700")
+    assert page.locator("#fig-cpu .main-svg").first.bounding_box()["width"] < wide
+    assert_lined_up(page, "steps", "cpu")   # still step for step after the redraw
+    page.set_viewport_size({"width": 1280, "height": 720})
+    page.wait_for_function(f"document.querySelector('#fig-cpu .main-svg').getBoundingClientRect().width >= {wide}")
+    heights = page.evaluate("Array.from(document.querySelectorAll('.chart .main-svg'), e => e.getBoundingClientRect().height)")
+    assert min(heights) >= 150, heights   # a resize keeps each chart's height (no chart collapses onto the next)
     # utilization is drawn against the steps, lined up with the step chart: the same step label sits at the
     # same pixel on both (a seconds axis cannot be lined up with steps)
     assert_lined_up(page, "steps", "cpu")

@@ -46,9 +46,10 @@ def _layout(title: str, ytitle: str, unit: str | None = None, **extra) -> dict:
 STEP_DETAIL_BUDGET = 250_000   # bytes of base64 for the per-step detail of a page's step charts (report <= 1 MB)
 
 
-def step_chart(cols: dict, warmup: int, phases, traced=(), title: str = "Time per step by phase",
+def step_chart(cols: dict, warmup: int, phases, title: str = "Time per step by phase",
                budget: int = STEP_DETAIL_BUDGET) -> dict:
-    """Stacked bars of ms per phase from numpy columns: cols = {"index", "duration_ns", "phases": {name: ns}}.
+    """Stacked bars of ms per phase from numpy columns: cols = {"index", "duration_ns", "phases": {name: ns},
+    "traced": bool (optional: the op-level tracing window's steps, shaded)}.
 
     Up to MAX_BARS steps: a bar per step. Longer runs: a bar per bucket of consecutive steps (the mean phase
     split) with the bucket's median and min-max whisker, a range slider, and the per-step detail embedded
@@ -85,7 +86,7 @@ def step_chart(cols: dict, warmup: int, phases, traced=(), title: str = "Time pe
         title += f" ({len(xs)} buckets of {k} steps: zoom in, down to single steps)"
     totals = [sum(ms[p][i] for p in ms) for i in range(len(xs))]
     first = int(idx[0])
-    traced_set = set(int(t) for t in traced)
+    traced_set = set(idx[np.asarray(cols["traced"], dtype=bool)].tolist()) if "traced" in cols else set()
     keep = [x >= first + warmup and (k > 1 or x not in traced_set) for x in xs]
     yaxis, notes = clip_outliers(xs, totals, [t for t, ok in zip(totals, keep) if ok], "ms")
     # warm-up and the op-level tracing window's steps (profiler overhead) are shaded: not in the statistics

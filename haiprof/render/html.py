@@ -26,9 +26,10 @@ PHASES = ("dataloader", "h2d", "forward", "backward", "optimizer", "allreduce", 
 
 def step_columns(steps, keys) -> dict:
     """The step chart's numpy columns from a list of steps (the one place the chart meets the Step objects):
-    index, duration_ns and ns per phase."""
+    index, duration_ns, ns per phase and traced (the op-level tracing window's steps)."""
     n = len(steps)
     return {"index": np.fromiter((st.index for st in steps), np.int64, n),
+            "traced": np.fromiter((st.traced for st in steps), bool, n),
             "duration_ns": np.fromiter((st.end_ns - st.start_ns for st in steps), np.float64, n),
             "phases": {k: np.fromiter((st.phases_ns.get(k, 0) for st in steps), np.float64, n) for k in keys}}
 
@@ -62,17 +63,14 @@ def section_phases(d, figs):
         keys = [*PHASES, "busy:estimated", *charts.IDLE_COLORS]
         figs["steps"] = charts.step_chart(step_columns(d.device_steps, keys), s.get("warmup_steps_excluded", 0), keys,
                                           budget=charts.STEP_DETAIL_BUDGET * 2 // 3,
-                                          traced=[st.index for st in d.device_steps if st.traced],
                                           title="Device time per step: busy by phase, idle by host cause (device clock)")
         figs["host-steps"] = charts.step_chart(step_columns(d.steps, PHASES), s.get("warmup_steps_excluded", 0),
                                                PHASES, budget=charts.STEP_DETAIL_BUDGET // 3,
-                                               traced=[st.index for st in d.steps if st.traced],
                                                title="Host time per step by phase (host clock)")
         host_chart = ("<details><summary>Host time per step (host clock: what the CPU did, not what the GPU "
                       "waited for)</summary><div class='chart' id='fig-host-steps'></div></details>")
     else:
-        figs["steps"] = charts.step_chart(step_columns(d.steps, PHASES), s.get("warmup_steps_excluded", 0), PHASES,
-                                          traced=[st.index for st in d.steps if st.traced])
+        figs["steps"] = charts.step_chart(step_columns(d.steps, PHASES), s.get("warmup_steps_excluded", 0), PHASES)
     # the shaded steps, counted from the steps drawn (a job's page draws its reference rank's steps)
     traced = sum(1 for st in d.steps if st.traced)
     left = [f"{s['warmup_steps_excluded']} warm-up step(s)"] if s.get("warmup_steps_excluded") else []

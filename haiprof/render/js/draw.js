@@ -23,6 +23,8 @@
       var el = document.getElementById('fig-' + key), fig = figs[key];
       if (!el) return;
       var layout = Object.assign({autosize: true}, fig.layout || {});
+      // a responsive plot takes its height from its element on every resize: give the element the figure's
+      el.style.height = (layout.height || 450) + 'px';
       var job = window.haiprofSteps && (fig.zoom || fig.shading)
         ? window.haiprofSteps.attach(el, fig, layout, CONFIG)
         : Plotly.newPlot(el, fig.data || [], layout, CONFIG);
@@ -30,6 +32,13 @@
     });
     return Promise.all(jobs);
   }
+
+  // a chart drawn inside a closed <details> had no width: fit it when the details open
+  document.addEventListener('toggle', function (e) {
+    if (e.target.open && window.Plotly) {
+      e.target.querySelectorAll('.js-plotly-plot').forEach(function (el) { Plotly.Plots.resize(el); });
+    }
+  }, true);
 
   inflateB64(document.getElementById('haiprof-plotly').textContent.trim()).then(function (buf) {
     var s = document.createElement('script');

@@ -119,7 +119,9 @@
     }
     layout.shapes = sh.shapes;
     c.busy = true;
-    return Plotly.react(c.el, data, layout, c.config).then(function () { c.busy = false; c.el.dataset.range = range.join(','); },
+    var draw = c.drawn ? Plotly.react : Plotly.newPlot;   // the first draw is a newPlot
+    c.drawn = true;
+    return draw(c.el, data, layout, c.config).then(function () { c.busy = false; c.el.dataset.range = range.join(','); },
                                                           function (e) { c.busy = false; throw e; });
   }
 
