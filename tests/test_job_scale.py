@@ -62,6 +62,21 @@ def test_stale_ranks_are_reanalysed_in_a_pool(tmp_path):
     assert all(rank_digest.is_fresh(d) for d in dirs)
 
 
+def test_no_pool_means_serial(tmp_path, monkeypatch):
+    from haiprof.analysis import rank_digest, ranks
+
+    def no_pool(*a, **k):
+        raise OSError("no semaphores here")
+    monkeypatch.setattr(ranks, "ProcessPoolExecutor", no_pool)
+    monkeypatch.setattr(ranks.os, "cpu_count", lambda: 4)
+    job = job_scale.build_job(tmp_path / "job", 3)
+    dirs = sorted(job.glob("rank-*"))
+    for d in dirs:
+        (d / "summary.json").unlink()
+    assert ranks.refresh_stale(dirs) == {}
+    assert all(rank_digest.is_fresh(d) for d in dirs)
+
+
 @pytest.mark.slow
 def test_256_rank_page_names_the_slow_node_and_rank(browser, tmp_path):  # noqa: F811
     job = job_scale.build_job(tmp_path / "job", 256, slow_node=13, slow_rank=200)
