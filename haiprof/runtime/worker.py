@@ -4,7 +4,8 @@
 
 It runs the target exactly as `haiprof run` runs a single process (same sys.argv, __main__, exit code) under the
 phase collector, the DDP gradient-sync observer and the side sampler, into DIR/rank-<RANK>/ (meta.json carries
-host, node rank, local rank, world size). At the end the rank's data goes to rank 0 (rank_gather). DataLoader
+host, node rank, local rank, world size). At the end the rank analyses its own directory here, on its own node
+(analysis/rank_digest.py), and its digest goes to rank 0 (rank_gather). DataLoader
 workers forked from a rank are not ranks: the collectors switch themselves off in forked children.
 """
 from __future__ import annotations
