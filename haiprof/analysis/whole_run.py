@@ -104,11 +104,14 @@ def _context(rows: list, a: dict, records: list, system: list) -> None:
         j1 = min(len(sys_t) - 1, max(j0, int(np.searchsorted(sys_t, end, "left"))))
         if start > sys_t[-1] or end < sys_t[0]:
             continue
-        wrote = system[j1].get("proc_write_bytes", 0) - system[j0 - 1].get("proc_write_bytes", 0)
+        wrote = (system[j1].get("proc_write_bytes") or 0) - (system[j0 - 1].get("proc_write_bytes") or 0)
         if wrote >= CHECKPOINT_BYTES:
             r["notes"].append(f"the process wrote {wrote / 1e6:.0f} MB to disk around it (a checkpoint?)")
-        cpu = [system[j].get("cpu_main_pct") for j in range(j0, j1 + 1) if system[j].get("cpu_main_pct") is not None]
-        cores = [np.mean(system[j]["cpu_cores_pct"]) for j in range(j0, j1 + 1) if system[j].get("cpu_cores_pct")]
+        cpu = [system[j]["cpu_main_pct"] for j in range(j0, j1 + 1)
+               if isinstance(system[j].get("cpu_main_pct"), (int, float))]
+        cores = [float(np.mean(c)) for j in range(j0, j1 + 1)
+                 if isinstance(c := system[j].get("cpu_cores_pct"), list) and c
+                 and all(isinstance(x, (int, float)) for x in c)]
         if cpu:
             r["host"] = (f"training process {np.mean(cpu):.0f}% CPU" +
                          (f", machine {np.mean(cores):.0f}% busy" if cores else "") +
