@@ -17,6 +17,8 @@ import signal
 import statistics
 from dataclasses import dataclass, field
 
+import numpy as np
+
 from . import sharded_comm
 from . import thresholds as T
 from .steps import ALL_PHASES, Step, phase_share
@@ -34,6 +36,25 @@ class RankInput:
     batch_numel: list = field(default_factory=list)
     ddp_stats: list = field(default_factory=list)   # the "@ddp" records' dicts, in order
     source: str = "local"
+    stats: dict = field(default_factory=dict)       # the rank's own figures over all its steady steps (digest)
+    table: dict | None = None                       # its steps as columns (digest's steps.npz), instead of `steps`
+
+
+def _dur(r: RankInput) -> np.ndarray:
+    if r.table is not None:
+        return np.asarray(r.table["duration_ns"], dtype=np.float64)
+    return np.array([s.duration_ns for s in r.steps], dtype=np.float64)
+
+
+def _col(r: RankInput, phases) -> np.ndarray:
+    """ns per step spent in `phases` (summed), from the table when there is one."""
+    if r.table is not None:
+        return np.sum([np.asarray(r.table[p], dtype=np.float64) for p in phases], axis=0)
+    return np.array([sum(s.phases_ns.get(p, 0) for p in phases) for s in r.steps], dtype=np.float64)
+
+
+def step_rows(r: RankInput) -> int:
+    return len(r.table["duration_ns"]) if r.table is not None else len(r.steps)
 
 
 def exit_text(code) -> str:
@@ -52,7 +73,7 @@ def _median(xs):
 
 
 def _aligned(ranks: list[RankInput]) -> int:
-    return min((len(r.steps) for r in ranks), default=0)
+    return min((step_rows(r) for r in ranks), default=0)
 
 
 def comm_split(ranks: list[RankInput]) -> dict:
@@ -62,30 +83,22 @@ def comm_split(ranks: list[RankInput]) -> dict:
     if len(ranks) < 2 or n == 0:
         out["note"] = "needs at least two ranks with steps"
         return out
-    total_dur = total_exposed = total_transfer = 0
-    wait_by_rank = {r.rank: 0 for r in ranks}
-    last_count = {r.rank: 0 for r in ranks}
-    skew_per_step = []
-    for i in range(n):
-        a = {r.rank: r.steps[i].phases_ns.get("allreduce", 0) for r in ranks}
-        transfer = min(a.values())
-        skew_per_step.append(max(a.values()) - transfer)
-        for r in ranks:
-            wait_by_rank[r.rank] += a[r.rank] - transfer
-            total_dur += r.steps[i].duration_ns
-            total_exposed += a[r.rank]
-            total_transfer += transfer
-        if skew_per_step[-1] > 0:
-            last_count[min(a, key=a.get)] += 1
+    a = np.stack([_col(r, ("allreduce",))[:n] for r in ranks])        # ranks x steps
+    total_dur = float(sum(_dur(r)[:n].sum() for r in ranks))
+    transfer = a.min(axis=0)
+    skew_per_step = a.max(axis=0) - transfer
+    wait = (a - transfer).sum(axis=1)
+    total_exposed, total_transfer = float(a.sum()), float(transfer.sum()) * len(ranks)
+    last = np.bincount(a.argmin(axis=0)[skew_per_step > 0], minlength=len(ranks))   # first of the equal, as before
     per_rank_dur = total_dur / len(ranks)
     out.update(
         exposed_share=total_exposed / total_dur if total_dur else 0.0,
         transfer_share=total_transfer / total_dur if total_dur else 0.0,
         skew_share=(total_exposed - total_transfer) / total_dur if total_dur else 0.0,
         transfer_ms_per_step=total_transfer / len(ranks) / n / 1e6,
-        wait_ms_per_step={str(k): v / n / 1e6 for k, v in wait_by_rank.items()},
-        max_skew_share=_median(skew_per_step) * n / per_rank_dur if per_rank_dur else 0.0,
-        last_to_arrive={str(k): v for k, v in last_count.items()},
+        wait_ms_per_step={str(r.rank): float(w) / n / 1e6 for r, w in zip(ranks, wait)},
+        max_skew_share=float(np.median(skew_per_step)) * n / per_rank_dur if per_rank_dur else 0.0,
+        last_to_arrive={str(r.rank): int(c) for r, c in zip(ranks, last)},
     )
     return out
 
@@ -121,7 +134,8 @@ def ddp_overlap(ranks: list[RankInput]) -> dict | None:
 
 
 def _phase_median(r: RankInput, phases) -> float:
-    return _median([sum(s.phases_ns.get(p, 0) for p in phases) for s in r.steps])
+    col = _col(r, phases)
+    return float(np.median(col)) if len(col) else 0.0
 
 
 def stragglers(ranks: list[RankInput], split: dict) -> list[dict]:
@@ -187,14 +201,17 @@ def rank_rows(ranks: list[RankInput], expected: list[int], failures: dict,
                                         + (f" (exit code {exit_text(proc_exit)})" if fail else "")})
             continue
         m = r.meta
-        durs = [s.duration_ns / 1e9 for s in r.steps]
+        durs = [s.duration_ns / 1e9 for s in r.steps] if not r.stats else []
         script_exit = m.get("exit_code")
         row = {"rank": rank, "host": m.get("host"), "node_rank": m.get("node_rank"),
                "local_rank": m.get("local_rank"), "pid": m.get("pid"), "source": r.source, "steps": r.all_steps,
                "dir": m.get("run_dir"),   # the rank's directory on its own host
-               "step_time_median_s": _median(durs) if durs else None,
-               "step_time_p90_s": sorted(durs)[int(0.9 * (len(durs) - 1))] if durs else None,
-               "phase_share": {k: round(v, 6) for k, v in phase_share(r.steps).items()},
+               "step_time_median_s": r.stats.get("step_time_median_s") if r.stats else
+               (_median(durs) if durs else None),
+               "step_time_p90_s": r.stats.get("step_time_p90_s") if r.stats else
+               (sorted(durs)[int(0.9 * (len(durs) - 1))] if durs else None),
+               "phase_share": r.stats.get("phase_share") if r.stats else
+               {k: round(v, 6) for k, v in phase_share(r.steps).items()},
                "script_exit_code": script_exit, "exit_code": proc_exit if fail else script_exit}
         status = "ok"
         if fail and script_exit == 0:
@@ -223,7 +240,7 @@ def step_spread(rows: list) -> dict:
 
 
 def mean_share(ranks: list[RankInput]) -> dict:
-    shares = [phase_share(r.steps) for r in ranks if r.steps]
+    shares = [r.stats.get("phase_share") or phase_share(r.steps) for r in ranks if step_rows(r)]
     if not shares:
         return {p: (1.0 if p == "other" else 0.0) for p in ALL_PHASES}
     return {p: statistics.fmean(s[p] for s in shares) for p in ALL_PHASES}
@@ -231,6 +248,19 @@ def mean_share(ranks: list[RankInput]) -> dict:
 
 def pooled_steps(ranks: list[RankInput]) -> list[Step]:
     return [s for r in ranks for s in r.steps]
+
+
+def pooled_stats(ranks: list[RankInput]) -> dict:
+    """analyzers.steps.step_time_stats and seconds_per_step ("steady") over every rank's steps, from arrays."""
+    d = np.sort(np.concatenate([_dur(r) for r in ranks])) / 1e9 if ranks else np.zeros(0)
+    if not len(d):
+        return {"median": None, "mean": None, "p10": None, "p90": None, "min": None, "max": None, "steady": None}
+
+    def pct(q):
+        return float(d[min(len(d) - 1, int(round(q * (len(d) - 1))))])
+
+    return {"median": float(np.median(d)), "mean": float(d.mean()), "p10": pct(0.1), "p90": pct(0.9),
+            "min": float(d[0]), "max": float(d[-1]), "steady": float(d.mean())}
 
 
 def comm_finding(split: dict, share: dict, ddp: dict | None, median_s, steps: int, fixes: list) -> dict | None:

@@ -119,3 +119,10 @@ TRACE_UNREPRESENTATIVE = 2.0
 # A fixed run whose steady step is at least this much slower than its baseline's is a regression: reported first,
 # and `--fix auto` does not choose those fixes again for that command.
 FIX_SLOWER = 0.03
+# A rank is an outlier when the time it spends before the gradient sync (step minus exposed communication: what
+# the other ranks wait for) exceeds the job's median by OUTLIER_SIGMAS robust standard deviations (1.4826 x MAD,
+# so lock-step noise is not named) and by at least OUTLIER_MIN_SHARE of the median step (less costs too little).
+OUTLIER_SIGMAS = 5.0
+OUTLIER_MIN_SHARE = 0.05
+# A node is slow, one finding instead of one per rank, when at least this share of its ranks (and two) are outliers.
+SLOW_NODE_SHARE = 0.5

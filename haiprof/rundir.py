@@ -40,6 +40,9 @@ SUMMARY = "summary.json"
 REPORT = "report.html"
 SAMPLES_DIR = "samples"
 GATHER_FILE = "gather.json"                   # distributed job: which ranks' data reached rank 0
+STEPS_FILE = "steps.npz"                      # a rank's per-step table (analysis/rank_digest.py)
+# A rank's digest: all that leaves its node when the job has no shared filesystem (runtime/rank_gather.py)
+DIGEST_FILES = (META, SUMMARY, STEPS_FILE, STATUS_FILE)
 TRACE_FILE = "trace_analysis.json"            # haiprof analyze; not trace.json, the tracing window's trace
 
 

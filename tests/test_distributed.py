@@ -13,6 +13,7 @@ from pathlib import Path
 import pytest
 
 from conftest import EXAMPLES, HAIPROF, REPO, load_summary, run_haiprof
+from haiprof.rundir import DIGEST_FILES
 
 sys.path.insert(0, str(REPO))
 from benchmarks import shaped_net  # noqa: E402
@@ -147,7 +148,10 @@ def test_store_gather_with_separate_output_directories(tmp_path):
                               stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True) for i in (0, 1)]
     results = [p.communicate(timeout=200) for p in procs]
     assert [p.returncode for p in procs] == [0, 0], [e[-2000:] for _, e in results]
-    assert not (outs[0] / "rank-1").exists() or (outs[0] / "rank-1" / "phases.bin").is_file()
+    # only rank 1's digest came through the store: its raw data (phases, samples, traces) stayed on its "node"
+    came = {p.relative_to(outs[0] / "rank-1").as_posix() for p in (outs[0] / "rank-1").rglob("*") if p.is_file()}
+    assert came == set(DIGEST_FILES), came
+    assert (outs[1] / "rank-1" / "phases.bin").is_file()
     gather = json.loads((outs[0] / "gather.json").read_text())
     assert gather["ranks"]["1"].startswith("store"), gather
     s = load_summary(outs[0])
@@ -155,6 +159,10 @@ def test_store_gather_with_separate_output_directories(tmp_path):
     rows = {x["rank"]: x for x in d["ranks"]}
     assert set(rows) == {0, 1} and rows[1]["steps"] == 4 and rows[1]["source"].startswith("store")
     assert rows[1]["node_rank"] == 1 and rows[0]["node_rank"] == 0
+    # the merged report names every rank's host and its directory there
+    assert rows[1]["dir"] == str((outs[1] / "rank-1").resolve()) and rows[1]["host"] == socket.gethostname()
+    html = (outs[0] / "report.html").read_text()
+    assert str((outs[1] / "rank-1").resolve()) in html and str((outs[0] / "rank-0").resolve()) in html
     # Node 1's directory holds only its own rank; it did not need rank 0's.
     assert sorted(p.name for p in outs[1].glob("rank-*")) == ["rank-1"]
     s1 = load_summary(outs[1])

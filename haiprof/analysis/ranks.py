@@ -1,24 +1,42 @@
-"""The merged report of a distributed run: read rank-*/ directories, call the analyzers, write one summary/report.
+"""The merged report of a distributed run: one summary/report from the rank-*/ directories' digests.
 
-Wiring only (decisions live in haiprof.analyzers.distributed). The job directory's meta.json says `distributed`;
+Each rank wrote its digest (summary.json + steps.npz, analysis/rank_digest.py) on its own node at exit; the merge
+reads only those, so a 1,024-rank job merges in seconds. A rank whose digest is missing or stale (older than its
+raw files, another analysis version) is re-analysed first, in a process pool over all cores. Rank 0's raw data,
+always here, feeds the page's step and utilization charts (one rank, whatever the world size; from its digest
+when its run is long).
+
+Wiring only (decisions live in haiprof.analyzers.distributed and rank_spread). The job directory's meta.json says `distributed`;
 `haiprof report DIR` on it comes here too. The merged summary keeps the contract keys (bottleneck, phase_share as
 the mean over ranks, steps, step_time_s, exit_code, findings) and adds `distributed` with per-rank rows.
 """
 from __future__ import annotations
 
 import json
+import multiprocessing
+import os
 import re
+import statistics
+import threading
+from concurrent.futures import ProcessPoolExecutor
 
 from haiprof.analyzers import actions
 from haiprof.analyzers import distributed as D
+from haiprof.analyzers import rank_spread
 from haiprof.analyzers import steps as step_analysis
 from haiprof.analyzers import thresholds as T
 from haiprof.analyzers import verdict
 
 from ..rundir import GATHER_FILE, SCHEMA_VERSION, RunDir
+from . import rank_digest
 from .summary import RunData, analyze
 
 RANK_DIR = re.compile(r"^rank-(\d+)$")
+# The reference rank's raw data is read for its charts up to this many steps (well under a second); a longer run's
+# page draws its step chart from the digest (bucketed), so the merge stays seconds whatever the run's length.
+REFERENCE_RAW_STEPS = 20_000
+GRID_BUCKETS = 64          # heatmap columns: a few hundred KB of page at 1,024 ranks
+LINK_FIELDS = ("rate_gbps", "speed_mbps", "tx_bytes_per_s_mean", "rx_bytes_per_s_mean", "peak_share_of_capacity")
 
 
 def is_distributed(run_dir: RunDir) -> bool:
@@ -28,50 +46,159 @@ def is_distributed(run_dir: RunDir) -> bool:
         return False
 
 
-def _rank_inputs(run_dir: RunDir, gather: dict) -> tuple[list, dict]:
-    inputs, per_rank = [], {}
-    for p in sorted(run_dir.path.iterdir()):
+def rank_dirs(run_dir: RunDir) -> dict:
+    """rank -> its directory, for every rank-<k>/ holding a meta.json."""
+    out = {}
+    for p in run_dir.path.iterdir():
         m = RANK_DIR.match(p.name)
-        if not m or not (p / "meta.json").is_file():
+        if m and (p / "meta.json").is_file():
+            out[int(m.group(1))] = p
+    return dict(sorted(out.items()))
+
+
+def refresh_stale(dirs: list) -> dict:
+    """Re-analyse the ranks whose digest is missing or stale, in a process pool over all cores (serial when the
+    pool cannot start or breaks). Returns path -> error for ranks that could not be analysed."""
+    stale = [str(p) for p in dirs if not rank_digest.is_fresh(p)]
+    if not stale:
+        return {}
+    errors, done = {}, set()
+    workers = min(len(stale), os.cpu_count() or 1)
+    if workers > 1:
+        try:
+            # fork is the cheap start (the analysis modules are already imported); a process with threads (the
+            # launcher after a job) forks only a clean server
+            ctx = multiprocessing.get_context("fork" if threading.active_count() == 1 else "forkserver")
+            with ProcessPoolExecutor(workers, mp_context=ctx) as pool:
+                for p, err in zip(stale, pool.map(_refresh_quiet, stale, chunksize=max(1, len(stale) // (4 * workers)))):
+                    done.add(p)
+                    if err:
+                        errors[p] = err
+        except Exception:   # no pool here (no /dev/shm, a worker killed): the rest one after another
+            pass
+    for p in stale:
+        if p not in done:
+            try:
+                rank_digest.refresh(p)
+            except Exception as e:
+                errors[p] = f"{type(e).__name__}: {e}"
+    return errors
+
+
+def _refresh_quiet(path: str) -> str:
+    """Pool entry: '' or this rank's error (one rank's bad data does not stop the others)."""
+    try:
+        rank_digest.refresh(path)
+        return ""
+    except Exception as e:
+        return f"{type(e).__name__}: {e}"
+
+
+def _rank_inputs(run_dir: RunDir, gather: dict) -> tuple[list, dict, dict]:
+    """RankInputs built from the ranks' digests alone (raw data is read only to refresh a stale digest)."""
+    dirs = rank_dirs(run_dir)
+    loaded = {rank: rank_digest.load_fresh(p) for rank, p in dirs.items()}
+    errors = refresh_stale([dirs[k] for k, v in loaded.items() if v is None])
+    inputs, digests = [], {}
+    for rank, p in dirs.items():
+        if str(p) in errors:
             continue
-        rd = RunDir(p)
-        data = analyze(rd)
-        batches, ddp = [], []
-        for rec in rd.read_phase_records():
-            if isinstance(rec, list) and len(rec) >= 4:
-                if rec[0] == "@batch" and isinstance(rec[3], int):
-                    batches.append(rec[3])
-                elif rec[0] == "@ddp" and isinstance(rec[3], dict):
-                    ddp.append(rec[3])
-        rank = int(m.group(1))
+        try:
+            summary, table = loaded[rank] or rank_digest.load_fresh(p)
+            meta = json.loads((p / "meta.json").read_text())
+        except (OSError, ValueError, KeyError, TypeError) as e:
+            errors[str(p)] = f"{type(e).__name__}: {e}"
+            continue
+        dg = summary.get("rank_digest") or {}
         source = gather.get(str(rank), "local" if rank == 0 else "fs")
-        steady = step_analysis.steady_steps(data.steps, T.WARMUP_STEPS)
-        inputs.append(D.RankInput(rank, data.meta, steady, len(data.steps), batches, ddp, source))
-        per_rank[rank] = data
-    return inputs, per_rank
+        stats = {k: dg.get(k) for k in ("step_time_median_s", "step_time_p90_s", "phase_share")}
+        batches = [dg["batch_numel_mean"]] if dg.get("batch_numel_mean") else []
+        inputs.append(D.RankInput(rank, meta, [], int(dg.get("steps") or 0), batches, dg.get("ddp") or [],
+                                  source, stats, table))
+        digests[rank] = {"summary": summary, "table": table, "meta": meta}
+    return inputs, digests, errors
+
+
+def _reference(run_dir: RunDir, digests: dict):
+    """Rank 0 (or the lowest rank present): its own steps and samples for the page's step and utilization charts,
+    from its raw data when it is here and not long (one rank, whatever the world size), else from its digest."""
+    if not digests:
+        return None
+    rank = min(digests)
+    path = run_dir.path / f"rank-{rank}"
+    steps = (digests[rank]["summary"].get("rank_digest") or {}).get("steps") or 0
+    if steps <= REFERENCE_RAW_STEPS and rank_digest.raw_files(path):
+        try:
+            return analyze(RunDir(path))
+        except Exception:
+            pass   # its digest was readable: the charts fall back to it
+    d = digests[rank]
+    return RunData(RunDir(path), d["meta"], d["summary"], rank_digest.steps_from_table(d["table"]))
+
+
+def _scale(ranks: list, digests: dict, rows: list) -> tuple[dict, dict, list]:
+    """Outliers, slow nodes, node-level hardware and the heatmap grid (analyzers/rank_spread)."""
+    row_of = {r["rank"]: r for r in rows}
+    per_rank = []
+    for r in ranks:
+        med = rank_spread.rank_medians(digests[r.rank]["table"])
+        if med:
+            m = r.meta
+            per_rank.append({"rank": r.rank, "host": m.get("host"), "local_rank": m.get("local_rank"),
+                             "node_rank": m.get("node_rank"), **med})
+            row_of[r.rank]["medians_ms"] = {k: round(v, 3) for k, v in med.items()}
+    spread = rank_spread.outliers(per_rank)
+    order = sorted(digests, key=lambda k: (str(digests[k]["meta"].get("host")),
+                                           digests[k]["meta"].get("local_rank") or 0, k))
+    stepped = [k for k in order if len(digests[k]["table"]["duration_ns"])]   # a rank without steps has no row
+    grid = rank_spread.grid([digests[k]["table"] for k in stepped], GRID_BUCKETS)
+    grid["ranks"] = [{"rank": k, "host": digests[k]["meta"].get("host"),
+                      "local_rank": digests[k]["meta"].get("local_rank")} for k in stepped]
+    grid["per_rank"] = per_rank
+    nodes = {}
+    for k in order:
+        m = digests[k]["meta"]
+        node = nodes.setdefault(m.get("host"), {"host": m.get("host"), "node_rank": m.get("node_rank"), "ranks": []})
+        node["ranks"].append(k)
+        links = ((digests[k]["summary"].get("hardware") or {}).get("links")) or {}
+        if not any((node.get("links") or {}).values()):   # a node's ports, as its first rank that sampled them saw
+            node["links"] = {g: {port: {x: v.get(x) for x in LINK_FIELDS} for port, v in (links.get(g) or {}).items()}
+                             for g in ("infiniband", "nic")}
+    for node in nodes.values():
+        meds = [row_of[k]["step_time_median_s"] for k in node["ranks"] if row_of[k].get("step_time_median_s")]
+        node["step_time_median_s"] = statistics.median(meds) if meds else None
+    return spread, grid, list(nodes.values())
 
 
 def analyze_job(run_dir: RunDir) -> RunData:
     meta = run_dir.read_meta()
     gather_path = run_dir.file(GATHER_FILE)
     gather = json.loads(gather_path.read_text()) if gather_path.is_file() else {}
-    ranks, per_rank = _rank_inputs(run_dir, gather.get("ranks", {}))
+    ranks, digests, errors = _rank_inputs(run_dir, gather.get("ranks", {}))
     world = max([int(r.meta.get("world_size") or 0) for r in ranks] + [len(ranks)] +
                 [int(k) + 1 for k in (meta.get("failures") or {}) if k.isdigit()])
     # Only rank 0's directory gathers; another node's directory holds its own ranks (the others are elsewhere).
     gathering = gather_path.is_file() or any(r.rank == 0 for r in ranks)
     rows, problems = D.rank_rows(ranks, list(range(world)), meta.get("failures") or {}, gathering)
+    for path, err in errors.items():   # a rank whose data is here but could not be analysed
+        rank = int(RANK_DIR.match(os.path.basename(path)).group(1))
+        for p in problems + rows:
+            if p["rank"] == rank and p["status"] == "missing":
+                p["status"] = "unreadable"
+                if "message" in p:
+                    p["message"] = f"rank {rank}: its data is here but could not be analysed: {err}"
     share = D.mean_share(ranks)
-    pooled = D.pooled_steps(ranks)
-    stats = step_analysis.step_time_stats(pooled)
-    # the contract's steady figure for a job: the ranks' steady steps, time over count (what a clock around them
-    # reads on one rank, the ranks stepping together)
-    stats["steady"] = step_analysis.seconds_per_step(pooled)
-    ref = per_rank.get(0) or (per_rank[min(per_rank)] if per_rank else None)
+    # the contract's steady figure for a job ("steady"): the ranks' steady steps, time over count (what a clock
+    # around them reads on one rank, the ranks stepping together)
+    stats = D.pooled_stats(ranks)
+    ref = _reference(run_dir, digests)
     n = len(ref.steps) if ref else 0
     split = D.comm_split(ranks)
     ddp = D.ddp_overlap(ranks)
     slow = D.stragglers(ranks, split)
+    spread, grid, nodes = _scale(ranks, digests, rows) if ranks else ({}, {}, [])
+    on_slow_node = {k for nd in spread.get("nodes", []) for k in nd["slow_ranks"]}
+    slow = [s for s in slow if s["rank"] not in on_slow_node]   # the node is named instead
     steady_n = len(step_analysis.steady_steps(ref.steps, T.WARMUP_STEPS)) if ref else 0
     findings = [f for f in verdict.phase_findings(share, steady_n, stats["median"]) if f["kind"] != "communication"] \
         if n else []
@@ -84,12 +211,12 @@ def analyze_job(run_dir: RunDir) -> RunData:
                                     f"straggler: the other ranks wait {s['others_wait_ms_per_step']:.0f} ms per step "
                                     f"for it; cause: {s['reason']}",
                          "evidence": s, "fixes": fixes})
-    for p in problems:
-        findings.append({"kind": "rank-failed" if p["status"] != "missing" else "rank-missing", "severity": "high",
-                         "share": 0.0, "message": p["message"], "evidence": p, "fixes": []})
+    findings += _spread_findings(spread, {s["rank"] for s in slow})
     bottleneck, headline = verdict.decide(findings, n)
     if not gathering:
         headline += " (This directory holds this node's ranks only; the merged report is in rank 0's directory.)"
+    for nd in spread.get("nodes", [])[:3]:
+        headline += f" Slow node: {nd['host']} ({len(nd['slow_ranks'])} of its {nd['ranks_on_node']} ranks)."
     if slow:
         headline += f" Straggler: rank {slow[0]['rank']} ({slow[0]['cause']})."
     bad = [p for p in problems]
@@ -104,7 +231,7 @@ def analyze_job(run_dir: RunDir) -> RunData:
     summary = {
         "schema_version": SCHEMA_VERSION, "bottleneck": bottleneck, "headline": headline,
         "phase_share": {k: round(v, 6) for k, v in share.items()}, "steps": n,
-        "steps_analyzed": len(pooled), "warmup_steps_excluded": (ref.summary.get("warmup_steps_excluded", 0)
+        "steps_analyzed": sum(D.step_rows(r) for r in ranks), "warmup_steps_excluded": (ref.summary.get("warmup_steps_excluded", 0)
                                                                  if ref else 0),
         "step_time_s": stats, "step_detection": ref.summary.get("step_detection", {}) if ref else {},
         "exit_code": exit_code, "finished": exit_code is not None,
@@ -115,7 +242,8 @@ def analyze_job(run_dir: RunDir) -> RunData:
                         "missing_ranks": [p["rank"] for p in problems if p["status"] == "missing"],
                         "failed_ranks": [p["rank"] for p in problems if p["status"] != "missing"],
                         "step_time_spread": D.step_spread(rows), "comm": split, "ddp": ddp, "stragglers": slow,
-                        "gather": gather, "reference_rank": ref.meta.get("rank") if ref else None},
+                        "gather": gather, "reference_rank": ref.meta.get("rank") if ref else None,
+                        "outliers": spread, "nodes": nodes},
     }
     if ref is not None:   # rank 0's (or the first present rank's) own trace window and what its script does
         launch = ref.summary.get("launch")
@@ -131,5 +259,45 @@ def analyze_job(run_dir: RunDir) -> RunData:
     summary["advice_left_out"] = actions.left_out(summary)
     summary["next_steps"] = actions.rank(summary)   # "do this next" for the job, as for a single process
     if ref is None:
-        return RunData(run_dir, meta, summary)
-    return RunData(run_dir, meta, summary, ref.steps, ref.samples, ref.status, ref.timelines)
+        return RunData(run_dir, meta, summary, ranks_grid=grid)
+    return RunData(run_dir, meta, summary, ref.steps, ref.samples, ref.status, ref.timelines, ranks_grid=grid)
+
+
+CAUSE_TEXT = {"dataloader": "waiting for its DataLoader", "compute": "its forward/backward/optimizer",
+              "other": "time outside the measured phases"}
+
+
+def _spread_findings(spread: dict, named: set) -> list:
+    """One finding per slow node and one per outlier rank not already named as the straggler (at most 5)."""
+    out = []
+    for nd in spread.get("nodes", []):
+        out.append({"kind": "straggler", "severity": "high", "share": 0.0,
+                    "message": f"node {nd['host']} is slow: {len(nd['slow_ranks'])} of its {nd['ranks_on_node']} "
+                               f"ranks (ranks {_span(nd['slow_ranks'])}) each spend {nd['excess_ms']:.0f} ms per "
+                               f"step more than the job's median before the gradient sync, mostly "
+                               f"{CAUSE_TEXT[nd['cause']]}; every other rank waits for them",
+                    "evidence": nd, "fixes": ["prefetch"] if nd["cause"] == "dataloader" else []})
+    lone = [r for r in spread.get("ranks", []) if r["rank"] not in named]
+    for r in lone[:5]:
+        out.append({"kind": "straggler", "severity": "high", "share": 0.0,
+                    "message": f"rank {r['rank']} ({r['host']}, local rank {r['local_rank']}) is slow: "
+                               f"{r['excess_ms']:.0f} ms per step more than the job's median before the gradient "
+                               f"sync, mostly {CAUSE_TEXT[r['cause']]}",
+                    "evidence": r, "fixes": ["prefetch"] if r["cause"] == "dataloader" else []})
+    if len(lone) > 5:
+        out.append({"kind": "straggler", "severity": "moderate", "share": 0.0,
+                    "message": f"{len(lone) - 5} more slow rank(s): see the ranks table",
+                    "evidence": {"ranks": [r["rank"] for r in lone[5:]]}, "fixes": []})
+    return out
+
+
+def _span(ranks: list) -> str:
+    """3, 4, 5, 6, 9 -> '3-6, 9'."""
+    out, i = [], 0
+    while i < len(ranks):
+        j = i
+        while j + 1 < len(ranks) and ranks[j + 1] == ranks[j] + 1:
+            j += 1
+        out.append(str(ranks[i]) if i == j else f"{ranks[i]}-{ranks[j]}")
+        i = j + 1
+    return ", ".join(out)

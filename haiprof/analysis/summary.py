@@ -32,6 +32,7 @@ class RunData:
     status: dict = field(default_factory=dict)         # collector -> {"available", "reason"}
     timelines: dict = field(default_factory=dict)      # panel -> series, ready to plot
     device_steps: list = field(default_factory=list)   # CUDA runs: steps on the device clock (device.py)
+    ranks_grid: dict = field(default_factory=dict)     # a job: ranks x step buckets (analyzers/rank_spread.grid)
 
 
 def _trace_results(run_dir: RunDir) -> dict:

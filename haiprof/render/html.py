@@ -165,7 +165,7 @@ body{font-family:system-ui,-apple-system,Segoe UI,Roboto,sans-serif;margin:0 aut
 h1{font-size:18px;color:#555} h2{font-size:24px;margin:8px 0} h3{border-bottom:1px solid #ddd;padding-bottom:4px}
 .badge{display:inline-block;padding:2px 10px;border-radius:10px;color:#fff;background:#777;font-weight:600}
 .b-io{background:#e45756}.b-compute{background:#4c78a8}.b-launch{background:#f58518}.b-communication{background:#b279a2}
-.warn{color:#b00}.note,.facts{color:#666}.unavailable{color:#a60}
+.rank-dists{display:grid;grid-template-columns:repeat(auto-fit,minmax(340px,1fr));gap:8px}.warn{color:#b00}.note,.facts{color:#666}.unavailable{color:#a60}
 .row{display:flex;gap:16px;align-items:center}.row .chart{flex:1}
 table.grid,table.kv{border-collapse:collapse}table.grid td,table.kv td{border:1px solid #ddd;padding:3px 8px;vertical-align:top}
 li.finding{margin:8px 0}.sev{font-size:12px;padding:1px 6px;border-radius:6px;background:#eee}

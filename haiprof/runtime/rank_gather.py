@@ -1,14 +1,23 @@
-"""End-of-job gather: every rank's data reaches rank 0's run directory through the job's own store.
+"""End-of-job gather: every rank's digest reaches rank 0's run directory through the job's own store.
 
 torchrun's agent hosts a TCPStore for the job (MASTER_ADDR:MASTER_PORT, TORCHELASTIC_USE_AGENT_STORE=True) that
 lives until every node's workers are done; workers may connect to it as clients at any time. No daemon of ours.
 
   * rank 0, at start: publishes a random token that is also in its rank-0/meta.json;
-  * rank k, at exit: if it can read rank-0/meta.json with that token, the output directory is shared (same
-    machine or a shared filesystem): its rank directory is already in place and it only says "fs". Otherwise it
-    puts a gzip'd tar of its rank directory in the store and says "store";
-  * rank 0, at exit: waits (bounded) for every rank's word and unpacks the tars into rank-<k>/; what it did for
-    each rank goes to gather.json in the run directory. A rank that never answers is listed as missing.
+  * rank k, at exit, after analysing its own directory on its own node (analysis/rank_digest.py): if it can read
+    rank-0/meta.json with that token, the output directory is shared (same machine or a shared filesystem): its
+    rank directory is already in place and it only says "fs". Otherwise it puts a gzip'd tar of its digest
+    (DIGEST_FILES: meta.json, summary.json, steps.npz, status.jsonl; a few KB to a few hundred KB) in the store
+    and says "store". Raw data (phases, samples, traces) never leaves the node; the merged report names the
+    rank's host and its directory there;
+  * rank 0, at exit: waits (bounded) for every rank's word, unpacks the digests into rank-<k>/ and deletes each
+    key as soon as it is read; what it did for each rank goes to gather.json. A rank that never answers is
+    listed as missing.
+
+The store's agent holds at most IN_FLIGHT digests of at most MAX_DIGEST_BYTES each, whatever the world size
+(IN_FLIGHT x MAX_DIGEST_BYTES = 64 MiB, plus a word of a few bytes per rank not yet read): a rank takes a slot
+(an atomic counter, store.add) before its set and waits while IN_FLIGHT are taken; rank 0 frees the slot once
+it has read and deleted the digest. A digest over the cap stays on its node (said in gather.json).
 
 Keys live under haiprof/<run id>/<restart>/ so an elastic restart never reads an older attempt's data.
 """
@@ -24,9 +33,12 @@ import uuid
 from datetime import timedelta
 from pathlib import Path
 
-from ..rundir import GATHER_FILE
+from ..rundir import DIGEST_FILES, GATHER_FILE
 
-MAX_BUNDLE_BYTES = 256 * 2**20        # a TCPStore value is held in memory on the agent: stay well below
+MAX_DIGEST_BYTES = 4 * 2**20          # a TCPStore value is held in memory on the agent: a digest is far smaller
+IN_FLIGHT = 16                        # digests set and not yet read by rank 0, at most
+SLOT_POLL_S = 0.05
+FULL_SWEEP_S = 2.0
 DEFAULT_TIMEOUT_S = 60.0              # rank 0 waits this long after its own end for the others
 TERMINATING_TIMEOUT_S = 3.0           # ...but only this long when the job is being torn down (SIGTERM)
 CONNECT_TIMEOUT_S = 10.0
@@ -37,11 +49,13 @@ def rank_dir_name(rank: int) -> str:
 
 
 def _bundle(rank_dir: Path) -> bytes:
+    """The rank's digest files only: raw data stays on its node."""
     buf = io.BytesIO()
     with tarfile.open(fileobj=buf, mode="w:gz") as tar:
-        for p in sorted(rank_dir.rglob("*")):
-            if p.is_file() and not p.name.startswith(".") and p.name != "report.html":
-                tar.add(p, arcname=str(p.relative_to(rank_dir)))
+        for name in DIGEST_FILES:
+            p = rank_dir / name
+            if p.is_file():
+                tar.add(p, arcname=name)
     return buf.getvalue()
 
 
@@ -65,7 +79,7 @@ def _unbundle(data: bytes, dest: Path) -> int:
 class RankGather:
     """One per worker process. Every failure is recorded as a reason, never raised into the training."""
 
-    def __init__(self, run_dir: Path, rank: int, world_size: int, env=None):
+    def __init__(self, run_dir: Path, rank: int, world_size: int, env=None, store=None):
         env = os.environ if env is None else env
         self.run_dir, self.rank, self.world_size = Path(run_dir), rank, world_size
         self.token = uuid.uuid4().hex
@@ -73,7 +87,7 @@ class RankGather:
         self.addr, self.port = env.get("MASTER_ADDR"), env.get("MASTER_PORT")
         self.timeout_s = float(env.get("HAIPROF_GATHER_TIMEOUT", DEFAULT_TIMEOUT_S))
         self.reason = ""
-        self._store = None
+        self._store = store   # a test hands in its own store; else the job's TCPStore, connected on first use
 
     def _connect(self):
         if self._store is not None or self.reason:
@@ -119,15 +133,29 @@ class RankGather:
                 how = "fs"
             else:
                 data = _bundle(rank_dir)
-                if len(data) > MAX_BUNDLE_BYTES:
-                    how = f"too large ({len(data) >> 20} MiB): kept on this node"
+                if len(data) > MAX_DIGEST_BYTES:
+                    how = f"too large ({len(data) >> 10} KiB): kept on this node"
+                elif not self._take_slot(store):
+                    how = f"store busy ({IN_FLIGHT} digests in flight for {self.timeout_s:.0f} s): kept on this node"
                 else:
                     store.set(self.prefix + f"data/{self.rank}", data)
                     how = "store"
             store.set(self.prefix + f"done/{self.rank}", how)
+            store.add(self.prefix + "ndone", 1)   # rank 0 looks at the ranks only when this moves
             return how
         except Exception as e:
             return f"not sent: {type(e).__name__}: {e}"
+
+    def _take_slot(self, store) -> bool:
+        """One of IN_FLIGHT slots (an atomic counter on the store); rank 0 gives it back once it has read ours."""
+        deadline = time.monotonic() + self.timeout_s
+        while True:
+            if store.add(self.prefix + "inflight", 1) <= IN_FLIGHT:
+                return True
+            store.add(self.prefix + "inflight", -1)
+            if time.monotonic() >= deadline:
+                return False
+            time.sleep(SLOT_POLL_S * (1 + self.rank % 7 / 7))   # spread the retries of many waiting ranks
 
     # -- rank 0 ---------------------------------------------------------------------------------------------
     def collect(self, terminating: bool = False) -> dict:
@@ -144,11 +172,16 @@ class RankGather:
         previous = signal.signal(signal.SIGTERM, on_term)
         try:
             deadline = time.monotonic() + (TERMINATING_TIMEOUT_S if terminating else self.timeout_s)
-            pending = set(range(1, self.world_size))
+            pending, seen, swept = set(range(1, self.world_size)), -1, 0.0
             while pending:
-                for r in sorted(pending):
-                    if self._take(store, r, result):
-                        pending.discard(r)
+                # one request a poll while nothing changes (the agent also serves the job's rendezvous); a full
+                # look now and then all the same, for a rank that died between its word and the count
+                ndone = store.add(self.prefix + "ndone", 0)
+                if ndone != seen or time.monotonic() - swept > FULL_SWEEP_S:
+                    seen, swept = ndone, time.monotonic()
+                    for r in sorted(pending):
+                        if self._take(store, r, result):
+                            pending.discard(r)
                 if not pending or time.monotonic() >= deadline:
                     break
                 if stop["now"]:
@@ -166,9 +199,12 @@ class RankGather:
                 return False
             how = store.get(self.prefix + f"done/{r}").decode()
             if how == "store":
-                n = _unbundle(store.get(self.prefix + f"data/{r}"), self.run_dir / rank_dir_name(r))
+                data = store.get(self.prefix + f"data/{r}")
                 store.delete_key(self.prefix + f"data/{r}")
-                how = f"store ({n} files)"
+                store.add(self.prefix + "inflight", -1)   # the slot is free for the next rank
+                n = _unbundle(data, self.run_dir / rank_dir_name(r))
+                how = f"store ({n} files, {len(data)} bytes)"
+            store.delete_key(self.prefix + f"done/{r}")
             result[str(r)] = how
             return True
         except Exception as e:

@@ -4,7 +4,8 @@
 
 It runs the target exactly as `haiprof run` runs a single process (same sys.argv, __main__, exit code) under the
 phase collector, the DDP gradient-sync observer and the side sampler, into DIR/rank-<RANK>/ (meta.json carries
-host, node rank, local rank, world size). At the end the rank's data goes to rank 0 (rank_gather). DataLoader
+host, node rank, local rank, world size). At the end the rank analyses its own directory here, on its own node
+(analysis/rank_digest.py), and its digest goes to rank 0 (rank_gather). DataLoader
 workers forked from a rank are not ranks: the collectors switch themselves off in forked children.
 """
 from __future__ import annotations
@@ -110,10 +111,11 @@ def main(argv: list[str]) -> int:
 
 
 def _finish_rank(run_dir: RunDir, gather: RankGather, rank: int, world: int, terminating: bool) -> None:
-    """Per-rank summary.json (no HTML: the merged report is the one to read), then the gather."""
-    from ..analysis.summary import analyze
+    """The rank's digest, analysed here on its own node (summary.json + steps.npz; no HTML: the merged report is
+    the one to read), then the gather."""
+    from ..analysis import rank_digest
     try:
-        run_dir.write_summary(analyze(run_dir).summary)
+        rank_digest.write(run_dir)
     except Exception as e:
         say(f"haiprof: rank {rank}: could not summarize {run_dir.path}: {type(e).__name__}: {e}")
     if world <= 1:
