@@ -159,8 +159,11 @@ def section_ranks(d, figs) -> str:
                      f"slowest rank {_pct(c['skew_share'])} ({_esc(waits)}).</p>")
     ddp = dist.get("ddp")
     if ddp:
-        parts.append(f"<p>DDP reducer: {ddp['comm_ms']:.1f} ms communication per step, {ddp['overlap_ms']:.1f} ms "
-                     f"of it overlapped with backward: {_pct(ddp['exposed_fraction'])} exposed.</p>")
+        # FSDP's all-gathers overlap forward as well as backward: say "compute", and name what measured it
+        who, with_what = ("FSDP collectives", "compute") if ddp.get("framework") == "FSDP" else ("DDP reducer",
+                                                                                                  "backward")
+        parts.append(f"<p>{who}: {ddp['comm_ms']:.1f} ms communication per step, {ddp['overlap_ms']:.1f} ms "
+                     f"of it overlapped with {with_what}: {_pct(ddp['exposed_fraction'])} exposed.</p>")
     for s in dist.get("stragglers", []):
         parts.append(f'<p class="warn">Straggler: rank {s["rank"]} ({_esc(s["host"])}): {_esc(s["reason"])}</p>')
     if dist.get("gather"):
