@@ -139,6 +139,7 @@ def test_fsdp_job_communication_share_is_measured(tmp_path):
     assert 0.75 < exposed_ms / (d["comm"]["exposed_share"] * step_s * 1e3) < 1.33
     html = (out / "report.html").read_text()
     assert 'id="ranks"' in html
+    assert "FSDP collectives:" in html and "DDP reducer" not in html   # the page names what measured it
 
 
 def test_fsdp_prefetch_overlaps_part_of_the_all_gathers(tmp_path):
