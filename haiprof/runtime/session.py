@@ -23,6 +23,7 @@ from ..errors import UserError, keep_stderr, say
 from ..rundir import PHASES_BIN, RunDir
 from ..version import __version__
 from . import launcher
+from .conditions import setup_conditions
 
 SAMPLE_INTERVAL_S = 0.5
 
@@ -41,6 +42,7 @@ class RunOptions:
     trace_at: tuple = ()          # more windows: at these steps (--trace-at) ...
     trace_every_min: float | None = None   # ... and every so many minutes (--trace-every)
     fix: str | None = None        # --fix spec ("prefetch,amp" or "auto"), see fixrun.py
+    interleave: int = 0           # --interleave N: N baseline/fixed pass pairs before a --fix run (fixrun.py)
     # a snapshot report of the run so far every so many minutes (--snapshot-every; 0: none); a distributed job's
     # ranks get it through the environment
     snapshot_every_min: float = field(default_factory=lambda: _env_minutes(SNAPSHOT_ENV, SNAPSHOT_EVERY_MIN))
@@ -90,7 +92,7 @@ def _gpus() -> list[str]:
 
 def collect_meta(opts: RunOptions, target_name: str, run_dir: RunDir) -> dict:
     import torch
-    return {
+    meta = {
         "run_dir": str(run_dir.path),   # where this run (a rank: on its own node) wrote its data
         "haiprof_version": __version__, "haiprof_argv": opts.haiprof_argv,
         "target_argv": ([sys.executable, "-m", opts.module] if opts.module else [sys.executable, opts.script])
@@ -104,6 +106,8 @@ def collect_meta(opts: RunOptions, target_name: str, run_dir: RunDir) -> dict:
         "gpus": _gpus(), "start_time": time.time(), "start_monotonic_ns": time.monotonic_ns(),
         "end_time": None, "exit_code": None,
     }
+    meta["conditions"] = setup_conditions(meta)   # what a --fix comparison checks (runtime/conditions.py)
+    return meta
 
 
 def start_sidecar(run_dir: RunDir, interval_s: float, snapshot_s: float = 0.0):
@@ -152,7 +156,8 @@ def run(opts: RunOptions) -> int:
     # --- fixes (haiprof run --fix): choose them (may run a diagnosis pass) before our run dir exists ---
     from . import fixrun
     try:
-        fix_plan = fixrun.plan(opts, out_dir, target_name, fixrun.target_key(meta)) if opts.fix else None
+        fix_plan = fixrun.plan(opts, out_dir, target_name, fixrun.target_key(meta),
+                                  meta.get("conditions")) if opts.fix else None
     except fixrun.ScriptFailedInDiagnosis as e:   # the script's own failure, shown above: its exit code, as python
         _remove_if_empty(run_dir)
         _say(f"haiprof: --fix auto: the script failed during the diagnosis pass (exit {e.code}; its output is "
@@ -162,6 +167,8 @@ def run(opts: RunOptions) -> int:
         _remove_if_empty(run_dir)
         raise
     if fix_plan is not None:
+        # the run starts now: a baseline or interleaved passes run above are not its wall time
+        meta.update(start_time=time.time(), start_monotonic_ns=time.monotonic_ns())
         meta.update(fixes_requested=fixrun.format_requested(fix_plan), fix_source=fix_plan.source,
                     baseline_run=fix_plan.baseline_run, diagnosis_run=fix_plan.diagnosis_run)
     # --- end fixes ---
