@@ -105,8 +105,11 @@ def differences(before: dict | None, after: dict | None) -> list[str]:
     return setup_differences(before, after) + ([load] if load else [])
 
 
-def message(diffs: list[str], baseline_label: str = "the baseline") -> str | None:
+def message(diffs: list[str], interleaved: bool = False) -> str | None:
     if not diffs:
         return None
-    return (f"{baseline_label} ran under other conditions ({'; '.join(diffs)}): the speedup mixes the fix with "
-            f"that change; re-measure with `--interleave N` (baseline and fixed passes alternated, same conditions)")
+    if interleaved:   # the pairs' ratio is the one measured in like conditions
+        return (f"this run and the last baseline pass ran under other conditions ({'; '.join(diffs)}): read the "
+                f"interleaved pairs' speedup, not this run's")
+    return (f"the baseline ran under other conditions ({'; '.join(diffs)}): the speedup mixes the fix with that "
+            f"change; re-measure with `--interleave N` (baseline and fixed passes alternated, same conditions)")

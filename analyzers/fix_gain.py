@@ -101,6 +101,19 @@ def interleaved(pairs: list[tuple]) -> dict | None:
             "min": min(ratios), "max": max(ratios), "spread": (max(ratios) - min(ratios)) / med}
 
 
+def with_interleaved(gain: dict, il: dict | None) -> dict:
+    """gain with the interleaved passes' result: when there is one, it decides whether the fix slowed the step
+    (the median pair ratio, measured in like conditions, not this run against one baseline pass)."""
+    gain["interleaved"] = il
+    if il:
+        slower = il["speedup"] < 1 and 1 / il["speedup"] >= 1 + T.FIX_SLOWER - 1e-9
+        gain["regression"], gain["slower_pct"] = slower, (100 * (1 / il["speedup"] - 1)) if il["speedup"] < 1 else 0.0
+        gain["message"] = (f"{','.join(gain.get('applied') or []) or 'the fix'} made each step "
+                           f"{gain['slower_pct']:.0f}% slower (median of {il['pairs']} interleaved pass pairs, "
+                           f"{il['min']:.2f}-{il['max']:.2f}x): not recommended for this script") if slower else None
+    return gain
+
+
 def _ratio(a, b):
     return a / b if isinstance(a, (int, float)) and isinstance(b, (int, float)) and a > 0 and b > 0 else None
 

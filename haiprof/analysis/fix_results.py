@@ -119,12 +119,12 @@ def add_fix_results(run_dir: RunDir, meta: dict, summary: dict) -> None:
                                        "message": gain["unreliable"], "evidence": {"moved": moves}, "fixes": []})
     # the two runs' set-up and the load beside them (analyzers/conditions.py): a difference is said, not credited
     diffs = conditions.differences(base_summary.get("conditions"), summary.get("conditions"))
-    gain["conditions"] = conditions.message(diffs)
+    gain["conditions"] = conditions.message(diffs, interleaved=bool(summary["fixes"]["interleaved_runs"]))
     if gain["conditions"]:
         summary["findings"].insert(0, {"kind": "fix-conditions", "severity": "moderate", "share": 0.0,
                                        "message": gain["conditions"], "evidence": {"differences": diffs},
                                        "fixes": []})
-    gain["interleaved"] = fix_gain.interleaved(_pass_pairs(summary["fixes"]["interleaved_runs"]))
+    fix_gain.with_interleaved(gain, fix_gain.interleaved(_pass_pairs(summary["fixes"]["interleaved_runs"])))
     # the conditions of the comparison, shown with it: how old the baseline is and how much each run's steady
     # steps spread (p10-p90 over the median), so a 1.1x against 20% noise reads as what it is
     try:
