@@ -67,6 +67,7 @@ def before_after(a: RunDir, sa: dict, b: RunDir, sb: dict) -> dict:
     da, db = step_durations(a, sa), step_durations(b, sb)
     cmp["step_distribution"] = step_distribution(da, db)
     gain = fix_gain.fix_gain(cmp["before"], cmp["after"], applied_ids(sb.get("fixes") or {}), da, db)
+    gain["conditions"] = conditions.message(conditions.differences(sa.get("conditions"), sb.get("conditions")))
     la, lb = read_losses(a), read_losses(b)
     guard = compare_losses(la, lb) if la is not None and lb is not None else None
     return {"comparison": cmp, "gain": gain, "loss_guard": guard}
