@@ -22,6 +22,8 @@ ENV_EXACT = ("OMP_NUM_THREADS", "MKL_NUM_THREADS", "OPENBLAS_NUM_THREADS", "NUME
 ENV_PREFIXES = ("TORCH_", "PYTORCH_", "TORCHINDUCTOR_", "NCCL_")
 # Other processes' load differs when it moved by this many cores, and at least this fraction of the machine
 LOAD_DIFF_CORES, LOAD_DIFF_OF_MACHINE = 0.5, 0.25
+# The training thread's run-queue wait (share of the run) differs when it moved by this much
+CPU_WAIT_DIFF = 0.15
 
 
 def env_subset(environ: dict) -> dict:
@@ -98,11 +100,20 @@ def load_difference(before: dict, after: dict) -> str | None:
     return f"other processes took {a:.1f} -> {b:.1f} of {cores} cores"
 
 
+def wait_difference(before: dict, after: dict) -> str | None:
+    """'the training thread waited for a CPU 45% -> 3% of its runnable time' when the two shares differ by CPU_WAIT_DIFF:
+    on a host whose cores are saturated either way, the busy cores look alike while the run's waits do not."""
+    a, b = before.get("cpu_wait_share"), after.get("cpu_wait_share")
+    if not isinstance(a, (int, float)) or not isinstance(b, (int, float)) or abs(a - b) < CPU_WAIT_DIFF:
+        return None
+    return f"the training thread waited for a CPU {100 * a:.0f}% -> {100 * b:.0f}% of its runnable time"
+
+
 def differences(before: dict | None, after: dict | None) -> list[str]:
     """Every difference between two runs' conditions (set-up first, then load)."""
     before, after = before or {}, after or {}
-    load = load_difference(before, after)
-    return setup_differences(before, after) + ([load] if load else [])
+    load = [x for x in (load_difference(before, after), wait_difference(before, after)) if x]
+    return setup_differences(before, after) + load
 
 
 def message(diffs: list[str], interleaved: bool = False) -> str | None:

@@ -76,6 +76,7 @@ META_TYPES = {
     "target_name": str, "host": str, "how": (str, type(None)), "error": (str, type(None)), "rank": int,
     "steps_limit": (int, type(None)), "argv": list, "target_argv": list, "haiprof_argv": list, "gpus": list,
     "python": str, "torch": str, "cpu_model": str, "haiprof_version": str, "overhead_s": dict, "conditions": dict,
+    "cpu_wait_share": (*_NUM, type(None)),
 }
 
 

@@ -36,6 +36,13 @@ def test_load_difference_needs_half_a_core_and_a_quarter_of_the_machine():
     assert conditions.load_difference({"other_cores": 5.0, "cores": 16}, {"other_cores": 0.0}) is not None
 
 
+def test_cpu_wait_difference_is_fifteen_points():
+    assert conditions.wait_difference({"cpu_wait_share": 0.7}, {"cpu_wait_share": 0.36}) == \
+        "the training thread waited for a CPU 70% -> 36% of its runnable time"
+    assert conditions.wait_difference({"cpu_wait_share": 0.1}, {"cpu_wait_share": 0.2}) is None
+    assert conditions.wait_difference({"cpu_wait_share": None}, {"cpu_wait_share": 0.9}) is None
+
+
 def test_other_load_is_the_hosts_busy_cores_less_the_runs_own():
     samples = [{"t_ns": 0, "cpu_cores_pct": [0.0, 0.0]}] + [
         {"t_ns": i, "cpu_cores_pct": [100.0, 90.0], "cpu_main_pct": 60.0, "cpu_children_pct": 10.0}
@@ -114,11 +121,13 @@ def test_a_baseline_recorded_beside_cpu_hogs_is_not_used_silently(tmp_path):
     assert r.returncode == 0, r.stderr
     s = load_summary(tmp_path / "fixed")
     assert s["comparison"]["baseline_run"] == str(base.resolve())   # same set-up: not re-measured
-    diff = conditions.load_difference(before, s["conditions"])
+    assert 0 < before["cpu_wait_share"] < 1 and 0 <= s["conditions"]["cpu_wait_share"] < 1
+    diffs = conditions.differences(before, s["conditions"])   # the same set-up: only the load can differ
     marked = [f for f in s["findings"] if f["kind"] == "fix-conditions"]
-    if diff:
-        assert marked and diff in marked[0]["message"] and "--interleave" in marked[0]["message"], s["findings"]
-        assert "WARNING: the baseline ran under other conditions (other processes took" in r.stderr
+    if diffs:
+        assert marked and marked[0]["evidence"]["differences"] == diffs, s["findings"]
+        assert all(d in marked[0]["message"] for d in diffs) and "--interleave" in marked[0]["message"]
+        assert "WARNING: the baseline ran under other conditions (" in r.stderr
     else:   # the machine stayed as busy as the hogs made it: the baseline's noise is still said
         assert not marked and s["fixes"]["gain"].get("noisy"), s["fixes"]["gain"]
 

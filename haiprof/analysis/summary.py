@@ -123,7 +123,8 @@ def analyze(run_dir: RunDir, extra_findings: list | None = None) -> RunData:
         "noisy": neighbour is not None,   # measured beside a busy neighbour (the busy-neighbour finding)
         # how the run was set up and the load beside it: a --fix comparison checks both runs saw the same
         "conditions": {**(meta.get("conditions") or {}),
-                       **(conditions.other_load(samples.get("system", [])) or {})},
+                       **(conditions.other_load(samples.get("system", [])) or {}),
+                       "cpu_wait_share": meta.get("cpu_wait_share")},
         # evaluation passes between steps (forwards without autograd): outside the steps and phase_share
         "eval_s": round(step_info.get("eval_s", 0.0), 6),
         "eval_share": round(step_info.get("eval_s", 0.0) / (step_info.get("eval_s", 0.0) + sum(

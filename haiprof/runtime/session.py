@@ -23,7 +23,7 @@ from ..errors import UserError, keep_stderr, say
 from ..rundir import PHASES_BIN, RunDir
 from ..version import __version__
 from . import launcher
-from .conditions import setup_conditions
+from .conditions import CpuWait, setup_conditions
 
 SAMPLE_INTERVAL_S = 0.5
 
@@ -282,7 +282,8 @@ def profile_target(run_dir: RunDir, opts: RunOptions, on_exit: Callable, fix_pla
             appender.close()
             stop_sidecar(sidecar)
             run_dir.update_meta(end_time=time.time(), end_monotonic_ns=time.monotonic_ns(), exit_code=0,
-                                how="step-limit", error=None, steps_limit=opts.steps, cleanup_skipped=True)
+                                how="step-limit", error=None, steps_limit=opts.steps, cleanup_skipped=True,
+                                cpu_wait_share=wait.share())
             on_exit(run_dir, outcome_)
             for stream in (sys.stdout, sys.stderr):
                 try:
@@ -293,6 +294,7 @@ def profile_target(run_dir: RunDir, opts: RunOptions, on_exit: Callable, fix_pla
         if os.environ.get(fixrun.DIAGNOSIS_ENV) == "1":
             recorder.on_limit = stop_here
         recorder.on_swallowed = lambda: stop_here(swallowed=True)
+    wait = CpuWait()   # how long the training thread waits for a CPU while the script runs (a condition)
     try:
         outcome = launcher.run(opts.script, opts.args, opts.module, step_limit_exc=StepLimitReached,
                                sigterm_after=term if term.original == signal.SIG_DFL else None)
@@ -319,7 +321,7 @@ def profile_target(run_dir: RunDir, opts: RunOptions, on_exit: Callable, fix_pla
                 unwritten.attempt("meta.json", lambda: run_dir.update_meta(
                     end_time=time.time(), end_monotonic_ns=time.monotonic_ns(), exit_code=outcome.exit_code,
                     how=outcome.how, error=outcome.error, steps_limit=opts.steps,
-                    script_uses=dict(recorder.script_uses)))
+                    script_uses=dict(recorder.script_uses), cpu_wait_share=wait.share()))
                 unwritten.say()
             if term.signum is not None and outcome.reraise_signal is None:
                 outcome.reraise_signal = term.signum   # end of it after on_exit, with the status it would give
