@@ -13,8 +13,9 @@ Three measurements of the same `haiprof run --fix FIX` on one example (examples/
 3. interleaved, as the machine is: the same without hogs (a shared machine is loaded by others anyway).
 
 Alongside, the plain-python truth: the example timed by its own clock (`OWN_CLOCK ... step_ms=X`), unfixed and
-fixed alternately under haiprof PAIRS times without hogs, median of its pair ratios; the fixed one is run by
-`haiprof run --fix`, so only the fix differs. The load average (/proc/loadavg) is printed at each measurement.
+fixed alternately under haiprof PAIRS times without hogs and without a tracing window (its profiled steps
+would sit in the script's own mean), median of its pair ratios; the fixed one is run by `haiprof run --fix`, so
+only the fix differs. The load average (/proc/loadavg) is printed at each measurement.
 """
 from __future__ import annotations
 
@@ -105,8 +106,8 @@ def main() -> int:
         rows.append(gain_row("interleaved, machine as it is", s))
         ratios = []
         for i in range(ns.pairs):   # the script's own clock, A B A B, no hogs
-            _, out_a = haiprof(tmp / "own" / f"a{i}", args, "--quiet")
-            _, out_b = haiprof(tmp / "own" / f"b{i}", args, "--quiet", "--fix", ns.fix)
+            _, out_a = haiprof(tmp / "own" / f"a{i}", args, "--quiet", "--trace-steps", "0")
+            _, out_b = haiprof(tmp / "own" / f"b{i}", args, "--quiet", "--trace-steps", "0", "--fix", ns.fix)
             a, b = own_step_ms(out_a), own_step_ms(out_b)
             if a and b:
                 ratios.append(a / b)
