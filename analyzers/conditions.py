@@ -22,8 +22,9 @@ ENV_EXACT = ("OMP_NUM_THREADS", "MKL_NUM_THREADS", "OPENBLAS_NUM_THREADS", "NUME
 ENV_PREFIXES = ("TORCH_", "PYTORCH_", "TORCHINDUCTOR_", "NCCL_")
 # Other processes' load differs when it moved by this many cores, and at least this fraction of the machine
 LOAD_DIFF_CORES, LOAD_DIFF_OF_MACHINE = 0.5, 0.25
-# The training thread's run-queue wait (share of the run) differs when it moved by this much
-CPU_WAIT_DIFF = 0.15
+# The training thread's run-queue wait differs when the stretch it puts on the thread's CPU work (1 / (1 - wait
+# share)) changed by this factor: 0 -> 20% is 1.25x, 70% -> 80% is 1.5x (a saturated host's smaller steps matter)
+CPU_STRETCH_DIFF = 1.25
 
 
 def env_subset(environ: dict) -> dict:
@@ -100,13 +101,23 @@ def load_difference(before: dict, after: dict) -> str | None:
     return f"other processes took {a:.1f} -> {b:.1f} of {cores} cores"
 
 
+def stretch(wait_share: float) -> float:
+    """How much longer the training thread's CPU work took for waiting: 1 / (1 - wait share)."""
+    return 1.0 / max(1e-3, 1.0 - wait_share)
+
+
 def wait_difference(before: dict, after: dict) -> str | None:
-    """'the training thread waited for a CPU 45% -> 3% of its runnable time' when the two shares differ by CPU_WAIT_DIFF:
-    on a host whose cores are saturated either way, the busy cores look alike while the run's waits do not."""
+    """'the training thread's CPU work took 3.7x -> 2.0x its CPU time (waiting for a CPU 73% -> 50% of its
+    runnable time)' when that stretch differs by a factor of CPU_STRETCH_DIFF between the two runs: on a host
+    whose cores are saturated either way, the busy cores look alike while the run's waits do not."""
     a, b = before.get("cpu_wait_share"), after.get("cpu_wait_share")
-    if not isinstance(a, (int, float)) or not isinstance(b, (int, float)) or abs(a - b) < CPU_WAIT_DIFF:
+    if not isinstance(a, (int, float)) or not isinstance(b, (int, float)):
         return None
-    return f"the training thread waited for a CPU {100 * a:.0f}% -> {100 * b:.0f}% of its runnable time"
+    sa, sb = stretch(a), stretch(b)
+    if max(sa, sb) / min(sa, sb) < CPU_STRETCH_DIFF:
+        return None
+    return (f"the training thread's CPU work took {sa:.1f}x -> {sb:.1f}x its CPU time (waiting for a CPU "
+            f"{100 * a:.0f}% -> {100 * b:.0f}% of its runnable time)")
 
 
 def differences(before: dict | None, after: dict | None) -> list[str]:

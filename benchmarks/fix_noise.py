@@ -15,7 +15,8 @@ Three measurements of the same `haiprof run --fix FIX` on one example (examples/
 Alongside, the plain-python truth: the example timed by its own clock (`OWN_CLOCK ... step_ms=X`), unfixed and
 fixed alternately under haiprof PAIRS times without hogs and without a tracing window (its profiled steps
 would sit in the script's own mean), median of its pair ratios; the fixed one is run by `haiprof run --fix`, so
-only the fix differs. The load average (/proc/loadavg) is printed at each measurement.
+only the fix differs. The load average (/proc/loadavg) is printed at each measurement, and for each haiprof
+comparison the load its two runs recorded (the training thread's CPU wait, the cores other processes took).
 """
 from __future__ import annotations
 
@@ -69,10 +70,18 @@ def own_step_ms(stdout: str) -> float | None:
     return None
 
 
+def _load(s: dict) -> str:
+    c = s.get("conditions") or {}
+    wait, other = c.get("cpu_wait_share"), c.get("other_cores")
+    return (f"wait {'n/a' if wait is None else f'{100 * wait:.0f}%'}, "
+            f"others {'n/a' if other is None else f'{other:.1f}'} cores")
+
+
 def gain_row(name: str, s: dict) -> dict:
     g = (s.get("fixes") or {}).get("gain") or {}
     il = g.get("interleaved") or {}
-    return {"measurement": name, "haiprof_speedup": g.get("speedup"), "interleaved_speedup": il.get("speedup"),
+    base = json.loads((Path(s["comparison"]["baseline_run"]) / "summary.json").read_text())
+    return {"measurement": name, "load_baseline": _load(base), "load_fixed": _load(s), "haiprof_speedup": g.get("speedup"), "interleaved_speedup": il.get("speedup"),
             "pair_ratios": il.get("ratios"), "pair_min": il.get("min"), "pair_max": il.get("max"),
             "pair_spread": il.get("spread"), "conditions_mark": g.get("conditions"), "noisy": g.get("noisy"),
             "noise_before": (g.get("noise") or {}).get("before"), "noise_after": (g.get("noise") or {}).get("after"),
@@ -120,7 +129,11 @@ def main() -> int:
         spread = (f", pairs {r['pair_min']:.2f}-{r['pair_max']:.2f}x" if r.get("pair_min") is not None else "")
         if r.get("pair_spread") is not None:
             spread += f" (spread {100 * r['pair_spread']:.0f}%)"
-        mark = f"; marked: {r['conditions_mark']}" if r.get("conditions_mark") else ""
+        mark = f"; marked: {r['conditions_mark']}" if r.get("conditions_mark") else "; not marked"
+        if r.get("load_baseline"):
+            mark = f"; baseline {r['load_baseline']}, fixed run {r['load_fixed']}{mark}"
+        else:
+            mark = ""
         print(f"{r['measurement']:<48} haiprof {x(r.get('haiprof_speedup'))}, interleaved median "
               f"{x(r.get('interleaved_speedup'))}{spread}; load {r['loadavg']}{mark}", flush=True)
     if ns.json:

@@ -36,10 +36,13 @@ def test_load_difference_needs_half_a_core_and_a_quarter_of_the_machine():
     assert conditions.load_difference({"other_cores": 5.0, "cores": 16}, {"other_cores": 0.0}) is not None
 
 
-def test_cpu_wait_difference_is_fifteen_points():
-    assert conditions.wait_difference({"cpu_wait_share": 0.7}, {"cpu_wait_share": 0.36}) == \
-        "the training thread waited for a CPU 70% -> 36% of its runnable time"
-    assert conditions.wait_difference({"cpu_wait_share": 0.1}, {"cpu_wait_share": 0.2}) is None
+def test_cpu_wait_difference_is_the_stretch_of_the_threads_cpu_work():
+    assert conditions.wait_difference({"cpu_wait_share": 0.7}, {"cpu_wait_share": 0.36}) == (
+        "the training thread's CPU work took 3.3x -> 1.6x its CPU time (waiting for a CPU 70% -> 36% of its "
+        "runnable time)")
+    # ten points at the top of a saturated host stretch the step more than ten points of a quiet one
+    assert conditions.wait_difference({"cpu_wait_share": 0.8}, {"cpu_wait_share": 0.7}) is not None
+    assert conditions.wait_difference({"cpu_wait_share": 0.02}, {"cpu_wait_share": 0.12}) is None
     assert conditions.wait_difference({"cpu_wait_share": None}, {"cpu_wait_share": 0.9}) is None
 
 
