@@ -142,9 +142,9 @@ class ScriptFailedInDiagnosis(Exception):
     """The script itself failed during the diagnosis pass (its traceback was shown): the run ends with its exit
     code, as python's would have, and nothing is applied."""
 
-    def __init__(self, code: int, run: Path):
+    def __init__(self, code: int, run: Path, label: str = "diagnosis"):
         super().__init__(code)
-        self.code, self.run = code, run
+        self.code, self.run, self.label = code, run, label
 
 
 def diagnosis_pass(opts, parent: Path, target_name: str, steps: int, label: str = "diagnosis",
@@ -178,7 +178,7 @@ def diagnosis_pass(opts, parent: Path, target_name: str, steps: int, label: str 
     except Exception:
         pass
     if code != 0 and meta.get("exit_code") not in (None, 0):
-        raise ScriptFailedInDiagnosis(meta["exit_code"], out)
+        raise ScriptFailedInDiagnosis(meta["exit_code"], out, label)
     return out
 
 

@@ -160,8 +160,12 @@ def run(opts: RunOptions) -> int:
                                   meta.get("conditions")) if opts.fix else None
     except fixrun.ScriptFailedInDiagnosis as e:   # the script's own failure, shown above: its exit code, as python
         _remove_if_empty(run_dir)
-        _say(f"haiprof: --fix auto: the script failed during the diagnosis pass (exit {e.code}; its output is "
-             f"above and in {e.run}): nothing to diagnose, nothing applied")
+        if e.label == "diagnosis":
+            _say(f"haiprof: --fix auto: the script failed during the diagnosis pass (exit {e.code}; its output is "
+                 f"above and in {e.run}): nothing to diagnose, nothing applied")
+        else:   # a baseline or an interleaved pass: the real run would fail alike
+            _say(f"haiprof: --fix: the script failed during a {e.label} pass (exit {e.code}; its output is above "
+                 f"and in {e.run}): the run is not started")
         return e.code
     except BaseException:
         _remove_if_empty(run_dir)
