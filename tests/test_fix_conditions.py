@@ -153,7 +153,7 @@ def test_interleaved_passes_give_the_speedup_with_its_spread(tmp_path):
     assert il["pairs"] == 2 and len(il["ratios"]) == 2 and il["min"] <= il["speedup"] <= il["max"]
     assert il["spread"] == pytest.approx((il["max"] - il["min"]) / il["speedup"])
     assert "speedup, interleaved (2 baseline/fixed pass pairs" in r.stderr and "spread" in r.stderr
-    assert 'id="fix-gain"' in (tmp_path / "fixed" / "report.html").read_text()
+    assert "interleaved A/B (2 pass pairs" in (tmp_path / "fixed" / "report.html").read_text()
 
 
 def test_interleave_needs_fix(tmp_path):

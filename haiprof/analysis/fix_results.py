@@ -113,11 +113,6 @@ def add_fix_results(run_dir: RunDir, meta: dict, summary: dict) -> None:
     summary["comparison"] = cmp
     gain = fix_gain.fix_gain(cmp["before"], cmp["after"], applied_ids(summary["fixes"]),
                              step_durations(rd, base_summary), step_durations(run_dir, summary))
-    moves = fix_gain.untouched_moves(cmp.get("phases"), gain.get("applied") or [], cmp["before"]["step_time_s"])
-    gain["unreliable"] = fix_gain.unreliable_message(moves, gain.get("applied") or [])
-    if gain["unreliable"]:
-        summary["findings"].insert(0, {"kind": "fix-unreliable", "severity": "moderate", "share": 0.0,
-                                       "message": gain["unreliable"], "evidence": {"moved": moves}, "fixes": []})
     # the two runs' set-up and the load beside them (analyzers/conditions.py): a difference is said, not credited
     diffs = conditions.differences(base_summary.get("conditions"), summary.get("conditions"))
     gain["conditions"] = conditions.message(diffs, interleaved=bool(summary["fixes"]["interleaved_runs"]))
@@ -125,6 +120,12 @@ def add_fix_results(run_dir: RunDir, meta: dict, summary: dict) -> None:
         summary["findings"].insert(0, {"kind": "fix-conditions", "severity": "moderate", "share": 0.0,
                                        "message": gain["conditions"], "evidence": {"differences": diffs},
                                        "fixes": []})
+    # before it: a phase the fix cannot touch that moved (the effect itself, where the conditions are its cause)
+    moves = fix_gain.untouched_moves(cmp.get("phases"), gain.get("applied") or [], cmp["before"]["step_time_s"])
+    gain["unreliable"] = fix_gain.unreliable_message(moves, gain.get("applied") or [])
+    if gain["unreliable"]:
+        summary["findings"].insert(0, {"kind": "fix-unreliable", "severity": "moderate", "share": 0.0,
+                                       "message": gain["unreliable"], "evidence": {"moved": moves}, "fixes": []})
     fix_gain.with_interleaved(gain, fix_gain.interleaved(_pass_pairs(summary["fixes"]["interleaved_runs"])))
     # the conditions of the comparison, shown with it: how old the baseline is and how much each run's steady
     # steps spread (p10-p90 over the median), so a 1.1x against 20% noise reads as what it is
