@@ -15,6 +15,7 @@ on numbers from two summaries (and, for the compile cost, each run's step durati
 from __future__ import annotations
 
 import math
+import statistics
 
 from . import thresholds as T
 from .steps import leading_slow
@@ -88,6 +89,31 @@ def spread(stats: dict | None) -> float | None:
     return (hi - lo) / med if med and lo is not None and hi is not None else None
 
 
+def interleaved(pairs: list[tuple]) -> dict | None:
+    """Alternated baseline/fixed passes [(before_s, after_s) steady step times, in run order]: the speedup is the
+    median of the per-pair ratios (each pair ran back to back, in the same conditions), and their spread
+    (min-max, and (max - min) / median) is the noise of the comparison. None without a usable pair."""
+    ratios = [r for r in (_ratio(b, a) for b, a in pairs) if r is not None]
+    if not ratios:
+        return None
+    med = statistics.median(ratios)
+    return {"pairs": len(ratios), "ratios": [round(r, 4) for r in ratios], "speedup": med,
+            "min": min(ratios), "max": max(ratios), "spread": (max(ratios) - min(ratios)) / med}
+
+
+def with_interleaved(gain: dict, il: dict | None) -> dict:
+    """gain with the interleaved passes' result: when there is one, it decides whether the fix slowed the step
+    (the median pair ratio, measured in like conditions, not this run against one baseline pass)."""
+    gain["interleaved"] = il
+    if il:
+        slower = il["speedup"] < 1 and 1 / il["speedup"] >= 1 + T.FIX_SLOWER - 1e-9
+        gain["regression"], gain["slower_pct"] = slower, (100 * (1 / il["speedup"] - 1)) if il["speedup"] < 1 else 0.0
+        gain["message"] = (f"{','.join(gain.get('applied') or []) or 'the fix'} made each step "
+                           f"{gain['slower_pct']:.0f}% slower (median of {il['pairs']} interleaved pass pairs, "
+                           f"{il['min']:.2f}-{il['max']:.2f}x): not recommended for this script") if slower else None
+    return gain
+
+
 def _ratio(a, b):
     return a / b if isinstance(a, (int, float)) and isinstance(b, (int, float)) and a > 0 and b > 0 else None
 
@@ -152,8 +178,16 @@ def text_lines(gain: dict) -> list[str]:
         lines.append("WARNING: " + gain["message"])
     if gain.get("unreliable"):
         lines.append("WARNING: " + gain["unreliable"])
+    if gain.get("conditions"):
+        lines.append("WARNING: " + gain["conditions"])
+    il = gain.get("interleaved")
+    if il:
+        lines.append(f"speedup, interleaved ({il['pairs']} baseline/fixed pass pairs, each pair in the same "
+                     f"conditions): {il['speedup']:.2f}x median, per pair {il['min']:.2f}-{il['max']:.2f}x "
+                     f"(spread {100 * il['spread']:.0f}%)")
     if gain.get("speedup"):
-        lines.append(f"speedup (steady step time): {gain['speedup']:.2f}x "
+        lines.append(f"speedup (steady step time{', this run against the last baseline pass' if il else ''}): "
+                     f"{gain['speedup']:.2f}x "
                      f"({gain['step_time_before_s'] * 1e3:.1f} -> {gain['step_time_after_s'] * 1e3:.1f} ms per step)"
                      + (f"; noisy: {gain['noisy']}" if gain.get("noisy") else ""))
         noise = gain.get("noise") or {}

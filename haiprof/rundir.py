@@ -78,7 +78,8 @@ META_TYPES = {
     "command": (str, type(None)), "script": (str, type(None)), "module": (str, type(None)), "cwd": str,
     "target_name": str, "host": str, "how": (str, type(None)), "error": (str, type(None)), "rank": int,
     "steps_limit": (int, type(None)), "argv": list, "target_argv": list, "haiprof_argv": list, "gpus": list,
-    "python": str, "torch": str, "cpu_model": str, "haiprof_version": str, "overhead_s": dict,
+    "python": str, "torch": str, "cpu_model": str, "haiprof_version": str, "overhead_s": dict, "conditions": dict,
+    "cpu_wait_share": (*_NUM, type(None)),
 }
 
 

@@ -9,7 +9,8 @@ import json
 
 from haiprof.analyzers import fix_gain
 from haiprof.analyzers import thresholds as T
-from haiprof.analyzers.compare import compare_summaries, step_distribution, text_lines
+from haiprof.analyzers import conditions
+from haiprof.analyzers.compare import compare_summaries, step_distribution, step_time, text_lines
 from haiprof.analyzers.loss_guard import compare_losses
 from haiprof.analyzers.steps import build_steps
 
@@ -66,6 +67,7 @@ def before_after(a: RunDir, sa: dict, b: RunDir, sb: dict) -> dict:
     da, db = step_durations(a, sa), step_durations(b, sb)
     cmp["step_distribution"] = step_distribution(da, db)
     gain = fix_gain.fix_gain(cmp["before"], cmp["after"], applied_ids(sb.get("fixes") or {}), da, db)
+    gain["conditions"] = conditions.message(conditions.differences(sa.get("conditions"), sb.get("conditions")))
     la, lb = read_losses(a), read_losses(b)
     guard = compare_losses(la, lb) if la is not None and lb is not None else None
     return {"comparison": cmp, "gain": gain, "loss_guard": guard}
@@ -87,6 +89,7 @@ def add_fix_results(run_dir: RunDir, meta: dict, summary: dict) -> None:
         "source": fixes.get("source"), "diagnosis_run": fixes.get("diagnosis_run"),
         "baseline_run": fixes.get("baseline_run"), "note": fixes.get("note"),
         "ranked": fixes.get("ranked") or [], "excluded": fixes.get("excluded") or [],
+        "remeasured": fixes.get("remeasured"), "interleaved_runs": fixes.get("interleaved") or [],
         "results": results if results is not None else [
             {"id": k, "status": "unknown", "reason": "the run ended before the fixes reported"}
             for k in (fixes.get("requested") or {})],
@@ -110,18 +113,27 @@ def add_fix_results(run_dir: RunDir, meta: dict, summary: dict) -> None:
     summary["comparison"] = cmp
     gain = fix_gain.fix_gain(cmp["before"], cmp["after"], applied_ids(summary["fixes"]),
                              step_durations(rd, base_summary), step_durations(run_dir, summary))
+    # the two runs' set-up and the load beside them (analyzers/conditions.py): a difference is said, not credited
+    diffs = conditions.differences(base_summary.get("conditions"), summary.get("conditions"))
+    gain["conditions"] = conditions.message(diffs, interleaved=bool(summary["fixes"]["interleaved_runs"]))
+    if gain["conditions"]:
+        summary["findings"].insert(0, {"kind": "fix-conditions", "severity": "moderate", "share": 0.0,
+                                       "message": gain["conditions"], "evidence": {"differences": diffs},
+                                       "fixes": []})
+    # before it: a phase the fix cannot touch that moved (the effect itself, where the conditions are its cause)
     moves = fix_gain.untouched_moves(cmp.get("phases"), gain.get("applied") or [], cmp["before"]["step_time_s"])
     gain["unreliable"] = fix_gain.unreliable_message(moves, gain.get("applied") or [])
     if gain["unreliable"]:
         summary["findings"].insert(0, {"kind": "fix-unreliable", "severity": "moderate", "share": 0.0,
                                        "message": gain["unreliable"], "evidence": {"moved": moves}, "fixes": []})
+    fix_gain.with_interleaved(gain, fix_gain.interleaved(_pass_pairs(summary["fixes"]["interleaved_runs"])))
     # the conditions of the comparison, shown with it: how old the baseline is and how much each run's steady
     # steps spread (p10-p90 over the median), so a 1.1x against 20% noise reads as what it is
     try:
         base_meta = rd.read_meta()
     except (OSError, ValueError):
         base_meta = {}
-    gain["baseline_age_s"] = (round(meta["start_time"] - base_meta["end_time"], 1)
+    gain["baseline_age_s"] = (round(max(0.0, meta["start_time"] - base_meta["end_time"]), 1)
                               if meta.get("start_time") and base_meta.get("end_time") else None)
     gain["noise"] = {"before": fix_gain.spread(base_summary.get("step_time_s")),
                      "after": fix_gain.spread(summary.get("step_time_s"))}
@@ -142,6 +154,16 @@ def add_fix_results(run_dir: RunDir, meta: dict, summary: dict) -> None:
             "kind": "fix-guard", "severity": "high", "share": 0.0,
             "message": f"the fixed run's loss diverges from the baseline's: {guard['message']}",
             "evidence": guard, "fixes": []})
+
+
+def _pass_pairs(runs: list) -> list[tuple]:
+    """--interleave's pass pairs as (baseline, fixed) steady step times; a pass gone or unreadable is None."""
+    def steady(path):
+        try:
+            return step_time(RunDir(path).read_summary())
+        except (OSError, ValueError, TypeError):
+            return None
+    return [(steady(r.get("baseline_run")), steady(r.get("fixed_run"))) for r in runs if isinstance(r, dict)]
 
 
 def regression_lines(summary: dict) -> list[str]:
@@ -167,6 +189,9 @@ def console_lines(summary: dict) -> list[str]:
         compile_s = (r.get("details") or {}).get("compile_s")
         extra = f" (compile time {compile_s:.1f} s, in the first compiled steps)" if compile_s else ""
         lines.append(f"haiprof:   {r['id']}: {r['status']}, {r.get('reason')}{extra}")
+    if fx.get("remeasured"):
+        lines.append(f"haiprof: baseline re-measured right before this run: the latest unfixed run was "
+                     f"{fx['remeasured']}")
     if summary.get("comparison"):
         lines.append(f"haiprof: before/after against {summary['comparison']['baseline_run']}:")
         lines += [f"haiprof:   {line}" for line in fix_gain.text_lines(gain) if not line.startswith("WARNING")]

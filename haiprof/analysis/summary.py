@@ -8,7 +8,7 @@ from dataclasses import dataclass, field
 
 from haiprof.analyzers import steps as step_analysis
 from haiprof.analyzers import thresholds as T
-from haiprof.analyzers import h2d, utilization, verdict
+from haiprof.analyzers import conditions, h2d, utilization, verdict
 
 from ..rundir import SCHEMA_VERSION, TRACE_FILE, RunDir, iter_records
 from . import device as device_analysis
@@ -122,6 +122,10 @@ def analyze(run_dir: RunDir, extra_findings: list | None = None) -> RunData:
         "memory": gpu["memory"],          # device memory per step (allocator counters)
         "step_time_s": stats,
         "noisy": neighbour is not None,   # measured beside a busy neighbour (the busy-neighbour finding)
+        # how the run was set up and the load beside it: a --fix comparison checks both runs saw the same
+        "conditions": {**(meta.get("conditions") or {}),
+                       **(conditions.other_load(samples.get("system", [])) or {}),
+                       "cpu_wait_share": meta.get("cpu_wait_share")},
         # evaluation passes between steps (forwards without autograd): outside the steps and phase_share
         "eval_s": round(step_info.get("eval_s", 0.0), 6),
         "eval_share": round(step_info.get("eval_s", 0.0) / (step_info.get("eval_s", 0.0) + sum(

@@ -83,6 +83,8 @@ def cmd_compare(argv: list[str]) -> int:
         print(f"WARNING: {mismatch}")
     if gain.get("message"):
         print(f"WARNING: {gain['message']}")
+    if gain.get("conditions"):   # the two runs' set-up or the load beside them differed
+        print(f"WARNING: {gain['conditions']}")
     print(f"A (before): {a.path}  [{sa.get('bottleneck')}] {sa.get('headline')}")
     print(f"B (after):  {b.path}  [{sb.get('bottleneck')}] {sb.get('headline')}")
     fx = sb.get("fixes")

@@ -75,6 +75,10 @@ def _run_parser() -> argparse.ArgumentParser:
     p.add_argument("--fix", metavar="ID[,ID...]|auto", action="append",
                    help="apply fixes inside the run: prefetch, fused-optim, amp, compile, cuda-graphs, compress, "
                         "bucket; 'auto' applies what the diagnosis recommends")
+    p.add_argument("--interleave", type=int, default=0, metavar="N",
+                   help="with --fix: first alternate N baseline and N fixed short passes (--steps, default 20 "
+                        "steps each) and report the speedup as the median of the N pair ratios with their spread "
+                        "(the same conditions for both sides, on a loaded machine too)")
     return p
 
 
@@ -91,6 +95,7 @@ def trace_at_steps(text: str | None) -> tuple:
     return steps
 
 
+MAX_INTERLEAVE = 20
 MIN_SAMPLE_INTERVAL_S = 0.02   # below this the sampler itself would take a core (psutil reads /proc per sample)
 
 
@@ -107,6 +112,9 @@ def _check_run_values(ns: argparse.Namespace) -> None:
             ns.fix.strip().lower() != "auto":
         raise UserError("--fix auto chooses the fixes from the diagnosis: give it alone, or name the fixes "
                         "(e.g. --fix prefetch,amp)")
+    if ns.interleave and (ns.fix is None or ns.interleave < 0 or ns.interleave > MAX_INTERLEAVE):
+        raise UserError(f"--interleave takes a number of baseline/fixed pass pairs from 1 to {MAX_INTERLEAVE}, with "
+                        f"--fix" + ("" if ns.fix is None else f", not {ns.interleave}"))
     trace_at_steps(ns.trace_at)
     if ns.snapshot_every is not None:
         if not math.isfinite(ns.snapshot_every) or ns.snapshot_every < 0:
@@ -143,6 +151,8 @@ def cmd_run(argv: list[str]) -> int:
     _check_run_values(ns)   # before anything runs: a bad value must not cost a whole job first
     from ..runtime import distributed  # torch.distributed jobs: every rank under the profiler (issue 5)
     if distributed.requested(ns, target):
+        if ns.interleave:
+            raise UserError("--interleave runs one process's passes: not with a distributed job")
         if ns.steps is not None and ns.steps < 1:
             raise UserError("--steps must be at least 1")
         if ns.snapshot_every is not None:   # the ranks' sessions read it from their environment
@@ -166,6 +176,6 @@ def cmd_run(argv: list[str]) -> int:
     opts = RunOptions(script=script, module=module, args=args, out=ns.out, steps=ns.steps, quiet=ns.quiet,
                       sample_interval_s=ns.sample_interval, haiprof_argv=list(argv),
                       trace_steps=ns.trace_steps, fix=ns.fix, trace_at=trace_at_steps(ns.trace_at),
-                      trace_every_min=ns.trace_every,
+                      trace_every_min=ns.trace_every, interleave=ns.interleave,
                       **({"snapshot_every_min": ns.snapshot_every} if ns.snapshot_every is not None else {}))
     return run(opts)

@@ -41,6 +41,11 @@ def _comparison(cmp: dict) -> str:
 def _gain(g: dict) -> str:
     """Wall time of both runs and, for compile-type fixes, the compile cost and the break-even step."""
     rows = []
+    il = g.get("interleaved")
+    if il:
+        rows.append(f"<tr><td>interleaved A/B ({il['pairs']} pass pairs, same conditions each)</td>"
+                    f"<td colspan='2'>per pair {il['min']:.2f}× – {il['max']:.2f}× (spread "
+                    f"{100 * il['spread']:.0f}%)</td><td>{il['speedup']:.2f}× median</td></tr>")
     if g.get("wall_time_before_s") and g.get("wall_time_after_s"):
         same = g.get("steps_before") == g.get("steps_after")
         ratio = f"{g['wall_speedup']:.2f}×" if same and g.get("wall_speedup") else "different step counts"
@@ -52,7 +57,8 @@ def _gain(g: dict) -> str:
         n = c.get("break_even_step")
         pay = "never (no step is faster)" if n is None else f"pays for itself after step {n}"
         rows.append(f"<tr><td>compile cost</td><td></td><td>{c['cost_s']:.1f} s</td><td>{esc(pay)}</td></tr>")
-    return f'<table class="grid" id="fix-gain">{"".join(rows)}</table>' if rows else ""
+    warn = f'<p class="warn" id="fix-conditions">{esc(g["conditions"])}</p>' if g.get("conditions") else ""
+    return warn + (f'<table class="grid" id="fix-gain">{"".join(rows)}</table>' if rows else "")
 
 
 def phase_figure(cmp: dict) -> dict | None:

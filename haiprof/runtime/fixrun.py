@@ -6,7 +6,11 @@
                     expected gain, each with its reason, leaving out fixes that earlier fixed runs of the same
                     command showed to slow the step (analyzers/fix_choice.py).
 The baseline (for the before/after comparison and the loss guard) is the latest unfixed, finished run of the same
-command in the output directory; a diagnosis pass becomes that baseline.
+command in the output directory; a diagnosis pass becomes that baseline. It is re-measured right before (a short
+baseline pass) when it is older than BASELINE_MAX_AGE_S or was set up under other conditions (CPU affinity, torch
+threads, thread/device environment variables, host: analyzers/conditions.py). With --interleave N, N baseline
+and N fixed short passes alternate (A B A B ...) before the run: each pair ran in the same conditions, and the
+spread of the per-pair ratios is the noise of the comparison (analysis/fix_results.py).
 Files: fixes.json (plan, then results) and losses.json (every run, fixed or not) in the run directory.
 """
 from __future__ import annotations
@@ -42,6 +46,8 @@ class FixPlan:
     baseline_run: str | None = None
     note: str | None = None
     ranked: list = field(default_factory=list)     # --fix auto: chosen fixes, best expected gain first, with why
+    remeasured: str | None = None                  # why the baseline was re-measured right before, if it was
+    interleaved: list = field(default_factory=list)   # --interleave: [{"baseline_run", "fixed_run"}] in run order
     excluded: list = field(default_factory=list)   # --fix auto: recommended fixes left out, with why
 
 
@@ -136,21 +142,23 @@ class ScriptFailedInDiagnosis(Exception):
     """The script itself failed during the diagnosis pass (its traceback was shown): the run ends with its exit
     code, as python's would have, and nothing is applied."""
 
-    def __init__(self, code: int, run: Path):
+    def __init__(self, code: int, run: Path, label: str = "diagnosis"):
         super().__init__(code)
-        self.code, self.run = code, run
+        self.code, self.run, self.label = code, run, label
 
 
-def diagnosis_pass(opts, parent: Path, target_name: str, steps: int, label: str = "diagnosis") -> Path:
-    """Run the script for `steps` steps under haiprof to find what to fix. What it prints is shown on stderr,
-    marked, and kept in the diagnosis run's stdout.txt (the user's stdout carries only the real run). At its last
-    step the pass ends without unwinding the script (DIAGNOSIS_ENV): its finally blocks and atexit
-    handlers, which may save a model or write a log, do not run for it."""
-    out = RunDir.claim_new(parent, f"{target_name}-{label}").path
+def diagnosis_pass(opts, parent: Path, target_name: str, steps: int, label: str = "diagnosis",
+                   fix: str | None = None) -> Path:
+    """Run the script for `steps` steps under haiprof (with `fix` applied, for an interleaved fixed pass) to find
+    what to fix or to measure a baseline. What it prints is shown on stderr, marked, and kept in the pass's
+    stdout.txt (the user's stdout carries only the real run). At its last step the pass ends without unwinding
+    the script (DIAGNOSIS_ENV): its finally blocks and atexit handlers, which may save a model or write a log, do
+    not run for it."""
+    out = RunDir.claim_new(parent, f"{target_name}-{label.replace(' ', '-')}").path
     (out / "samples").rmdir()   # the run below claims its --out only while it is empty
     target = ["-m", opts.module] if opts.module else [opts.script]
     cmd = [sys.executable, "-m", "haiprof", "run", "--quiet", "--steps", str(steps), "--out", str(out),
-           "--sample-interval", str(opts.sample_interval_s), *target, *opts.args]
+           "--sample-interval", str(opts.sample_interval_s), *(["--fix", fix] if fix else []), *target, *opts.args]
     log = out.parent / f".{out.name}.stdout.txt"   # beside the run while it runs, then moved in
     env = {**os.environ, DIAGNOSIS_ENV: "1"}
     with open(log, "wb") as keep:
@@ -170,11 +178,12 @@ def diagnosis_pass(opts, parent: Path, target_name: str, steps: int, label: str 
     except Exception:
         pass
     if code != 0 and meta.get("exit_code") not in (None, 0):
-        raise ScriptFailedInDiagnosis(meta["exit_code"], out)
+        raise ScriptFailedInDiagnosis(meta["exit_code"], out, label)
     return out
 
 
-def plan(opts, out_dir: Path, target_name: str, meta_key: tuple) -> FixPlan:
+def plan(opts, out_dir: Path, target_name: str, meta_key: tuple, conditions: dict | None = None) -> FixPlan:
+    """conditions: this run's set-up conditions (meta.json `conditions`), checked against the baseline's."""
     from haiprof.fixes import AUTO, FixSpecError, parse_spec
     spec = opts.fix.strip()
     parent = out_dir.parent
@@ -222,9 +231,16 @@ def plan(opts, out_dir: Path, target_name: str, meta_key: tuple) -> FixPlan:
             p.requested = parse_spec(spec)
         except FixSpecError as e:
             raise FixRequestError(str(e)) from None
+    if os.environ.get(DIAGNOSIS_ENV) == "1":   # an interleaved fixed pass: the run that started it compares
+        return p
     base = find_baseline(parent, meta_key, exclude=out_dir)
-    if base is not None and _age_s(base[0]) > BASELINE_MAX_AGE_S:
-        base = _remeasured_baseline(opts, parent, target_name, base) or base
+    if p.requested and getattr(opts, "interleave", 0):
+        base = _interleave(opts, parent, target_name, p) or base
+    elif base is not None:
+        why = _why_remeasure(base, conditions)
+        if why:
+            p.remeasured = why
+            base = _remeasured_baseline(opts, parent, target_name, base, why) or base
     if base is not None:
         p.baseline_run = str(base[0].path.resolve())
     return p
@@ -244,15 +260,49 @@ def _age_s(rd: RunDir) -> float:
     return time.time() - end if isinstance(end, (int, float)) else float("inf")
 
 
-def _remeasured_baseline(opts, parent: Path, target_name: str, stale) -> tuple | None:
+def _why_remeasure(base: tuple, conditions: dict | None) -> str | None:
+    """Why the baseline cannot stand for the machine as it is now: too old, or set up otherwise."""
+    if _age_s(base[0]) > BASELINE_MAX_AGE_S:
+        return f"{_age_s(base[0]) / 60:.0f} min old"
+    try:
+        before = base[0].read_meta().get("conditions")
+    except (OSError, ValueError):
+        before = None
+    from haiprof.analyzers.conditions import setup_differences
+    diffs = setup_differences(before or {}, conditions or {}) if isinstance(before, dict) else []
+    return f"set up under other conditions ({'; '.join(diffs)})" if diffs else None
+
+
+def _remeasured_baseline(opts, parent: Path, target_name: str, stale, why: str) -> tuple | None:
     steps = opts.steps or DIAGNOSIS_STEPS
     if not opts.quiet:
-        say(f"haiprof: --fix: the latest unfixed run of this command ({stale[0].path}) is "
-            f"{_age_s(stale[0]) / 60:.0f} min old: re-measuring a {steps}-step baseline first, on the machine as "
-            f"it is now")
-    d = RunDir(diagnosis_pass(opts, parent, target_name, steps, label="baseline"))
+        say(f"haiprof: --fix: the latest unfixed run of this command ({stale[0].path}) is {why}: re-measuring a "
+            f"{steps}-step baseline first, on the machine as it is now")
+    return _pass(opts, parent, target_name, steps, "baseline")
+
+
+def _pass(opts, parent: Path, target_name: str, steps: int, label: str, fix: str | None = None) -> tuple | None:
+    d = RunDir(diagnosis_pass(opts, parent, target_name, steps, label=label, fix=fix))
     s = _usable(d.read_meta() if d.file("meta.json").is_file() else {}, d)
     return (d, s) if s is not None else None
+
+
+def _interleave(opts, parent: Path, target_name: str, p: FixPlan) -> tuple | None:
+    """--interleave N: N pairs of short passes, baseline then fixed, right before the run; the last baseline pass
+    is the run's own baseline (loss guard, per-phase before/after). Pairs where either pass failed are dropped."""
+    from haiprof.fixes import format_spec
+    steps, n, spec = opts.steps or DIAGNOSIS_STEPS, opts.interleave, format_spec(p.requested)
+    if not opts.quiet:
+        say(f"haiprof: --fix {spec}: {n} baseline and {n} fixed passes of {steps} steps, alternated, before the "
+            f"run: each pair measured in the same conditions")
+    last = None
+    for _ in range(n):
+        a = _pass(opts, parent, target_name, steps, "baseline")
+        b = _pass(opts, parent, target_name, steps, "fixed pass", fix=spec)
+        if a is not None and b is not None:
+            p.interleaved.append({"baseline_run": str(a[0].path.resolve()), "fixed_run": str(b[0].path.resolve())})
+        last = a or last
+    return last
 
 
 class FixSession:

@@ -23,6 +23,7 @@ from ..errors import UserError, keep_stderr, say
 from ..rundir import PHASES_BIN, RunDir
 from ..version import __version__
 from . import launcher
+from .conditions import CpuWait, setup_conditions
 
 SAMPLE_INTERVAL_S = 0.5
 
@@ -41,6 +42,7 @@ class RunOptions:
     trace_at: tuple = ()          # more windows: at these steps (--trace-at) ...
     trace_every_min: float | None = None   # ... and every so many minutes (--trace-every)
     fix: str | None = None        # --fix spec ("prefetch,amp" or "auto"), see fixrun.py
+    interleave: int = 0           # --interleave N: N baseline/fixed pass pairs before a --fix run (fixrun.py)
     # a snapshot report of the run so far every so many minutes (--snapshot-every; 0: none); a distributed job's
     # ranks get it through the environment
     snapshot_every_min: float = field(default_factory=lambda: _env_minutes(SNAPSHOT_ENV, SNAPSHOT_EVERY_MIN))
@@ -90,7 +92,7 @@ def _gpus() -> list[str]:
 
 def collect_meta(opts: RunOptions, target_name: str, run_dir: RunDir) -> dict:
     import torch
-    return {
+    meta = {
         "run_dir": str(run_dir.path),   # where this run (a rank: on its own node) wrote its data
         "haiprof_version": __version__, "haiprof_argv": opts.haiprof_argv,
         "target_argv": ([sys.executable, "-m", opts.module] if opts.module else [sys.executable, opts.script])
@@ -104,6 +106,8 @@ def collect_meta(opts: RunOptions, target_name: str, run_dir: RunDir) -> dict:
         "gpus": _gpus(), "start_time": time.time(), "start_monotonic_ns": time.monotonic_ns(),
         "end_time": None, "exit_code": None,
     }
+    meta["conditions"] = setup_conditions(meta)   # what a --fix comparison checks (runtime/conditions.py)
+    return meta
 
 
 def start_sidecar(run_dir: RunDir, interval_s: float, snapshot_s: float = 0.0):
@@ -152,16 +156,23 @@ def run(opts: RunOptions) -> int:
     # --- fixes (haiprof run --fix): choose them (may run a diagnosis pass) before our run dir exists ---
     from . import fixrun
     try:
-        fix_plan = fixrun.plan(opts, out_dir, target_name, fixrun.target_key(meta)) if opts.fix else None
+        fix_plan = fixrun.plan(opts, out_dir, target_name, fixrun.target_key(meta),
+                                  meta.get("conditions")) if opts.fix else None
     except fixrun.ScriptFailedInDiagnosis as e:   # the script's own failure, shown above: its exit code, as python
         _remove_if_empty(run_dir)
-        _say(f"haiprof: --fix auto: the script failed during the diagnosis pass (exit {e.code}; its output is "
-             f"above and in {e.run}): nothing to diagnose, nothing applied")
+        if e.label == "diagnosis":
+            _say(f"haiprof: --fix auto: the script failed during the diagnosis pass (exit {e.code}; its output is "
+                 f"above and in {e.run}): nothing to diagnose, nothing applied")
+        else:   # a baseline or an interleaved pass: the real run would fail alike
+            _say(f"haiprof: --fix: the script failed during a {e.label} pass (exit {e.code}; its output is above "
+                 f"and in {e.run}): the run is not started")
         return e.code
     except BaseException:
         _remove_if_empty(run_dir)
         raise
     if fix_plan is not None:
+        # the run starts now: a baseline or interleaved passes run above are not its wall time
+        meta.update(start_time=time.time(), start_monotonic_ns=time.monotonic_ns())
         meta.update(fixes_requested=fixrun.format_requested(fix_plan), fix_source=fix_plan.source,
                     baseline_run=fix_plan.baseline_run, diagnosis_run=fix_plan.diagnosis_run)
     # --- end fixes ---
@@ -279,7 +290,8 @@ def profile_target(run_dir: RunDir, opts: RunOptions, on_exit: Callable, fix_pla
             appender.close()
             stop_sidecar(sidecar)
             run_dir.update_meta(end_time=time.time(), end_monotonic_ns=time.monotonic_ns(), exit_code=0,
-                                how="step-limit", error=None, steps_limit=opts.steps, cleanup_skipped=True)
+                                how="step-limit", error=None, steps_limit=opts.steps, cleanup_skipped=True,
+                                cpu_wait_share=wait.share())
             on_exit(run_dir, outcome_)
             for stream in (sys.stdout, sys.stderr):
                 try:
@@ -290,6 +302,7 @@ def profile_target(run_dir: RunDir, opts: RunOptions, on_exit: Callable, fix_pla
         if os.environ.get(fixrun.DIAGNOSIS_ENV) == "1":
             recorder.on_limit = stop_here
         recorder.on_swallowed = lambda: stop_here(swallowed=True)
+    wait = CpuWait()   # how long the training thread waits for a CPU while the script runs (a condition)
     try:
         outcome = launcher.run(opts.script, opts.args, opts.module, step_limit_exc=StepLimitReached,
                                sigterm_after=term if term.original == signal.SIG_DFL else None)
@@ -317,7 +330,7 @@ def profile_target(run_dir: RunDir, opts: RunOptions, on_exit: Callable, fix_pla
                 unwritten.attempt("meta.json", lambda: run_dir.update_meta(
                     end_time=time.time(), end_monotonic_ns=time.monotonic_ns(), exit_code=outcome.exit_code,
                     how=outcome.how, error=outcome.error, steps_limit=opts.steps,
-                    script_uses=dict(recorder.script_uses)))
+                    script_uses=dict(recorder.script_uses), cpu_wait_share=wait.share()))
                 unwritten.say()
             if term.signum is not None and outcome.reraise_signal is None:
                 outcome.reraise_signal = term.signum   # end of it after on_exit, with the status it would give

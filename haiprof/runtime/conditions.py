@@ -1,0 +1,45 @@
+"""The set-up conditions of a run, recorded in meta.json `conditions` at its start (analyzers/conditions.py
+compares them): the host and CPU, the CPUs this process may run on, torch's intra-op threads as the script
+starts, the environment variables that steer threads and devices, torch's version; and, at its end, the share
+of its runnable time the training thread spent waiting for a CPU (the kernel's schedstat run delay): what other
+load on the machine cost this run, which a saturated host's busy cores no longer show."""
+from __future__ import annotations
+
+import os
+import threading
+
+from haiprof.analyzers.conditions import env_subset
+
+
+def setup_conditions(meta: dict) -> dict:
+    import torch
+    affinity = sorted(os.sched_getaffinity(0)) if hasattr(os, "sched_getaffinity") else None
+    return {"host": meta.get("host"), "cpu_model": meta.get("cpu_model"), "cpu_count": meta.get("cpu_count"),
+            "cpu_affinity": affinity, "torch_threads": torch.get_num_threads(), "torch": torch.__version__,
+            "gpus": meta.get("gpus"), "env": env_subset(os.environ)}
+
+
+class CpuWait:
+    """Run-queue delay of the thread that creates it (the training thread), from /proc/<pid>/task/<tid>/schedstat
+    ("cpu ns, run-delay ns, slices"): share() is the delay since creation over the time the thread was runnable
+    (on a CPU or waiting for one), so a thread that mostly sleeps (waiting for data) reads as contended as one that
+    computes: 0 on an idle machine, 0.5 beside one busy process per core. None where the kernel does not say."""
+
+    def __init__(self):
+        self.path = f"/proc/self/task/{threading.get_native_id()}/schedstat"
+        self.start = self._read()
+
+    def _read(self) -> tuple[int, int] | None:
+        try:
+            with open(self.path, encoding="ascii") as f:
+                cpu, delay = f.read().split()[:2]
+            return int(cpu), int(delay)
+        except (OSError, ValueError):
+            return None
+
+    def share(self) -> float | None:
+        end = self._read()
+        if end is None or self.start is None:
+            return None
+        cpu, delay = end[0] - self.start[0], end[1] - self.start[1]
+        return round(delay / (cpu + delay), 4) if cpu + delay > 0 and delay >= 0 else None
