@@ -99,11 +99,11 @@ def _encode(records: list, strict: bool) -> bytes:
     return HEAD.pack(MAGIC, len(header), len(payload), crc) + header + payload
 
 
-def decode_chunk(header: dict, payload: bytes) -> list:
-    """The chunk's records, in their original order, as lists."""
+def decode_arrays(header: dict, payload: bytes) -> tuple:
+    """The chunk's column rows as numpy arrays (name code, start, end, extras count, extras), without the
+    header's "extra" records: (name u8, start i64, end i64, nx u8, xs i64)."""
     n = header["n"]
     raw = zlib.decompress(payload)
-    names = header["names"]
     o = 0
     name = np.frombuffer(raw, dtype=np.uint8, count=n, offset=o)
     o += n
@@ -113,8 +113,16 @@ def decode_chunk(header: dict, payload: bytes) -> list:
     o += 8 * n
     nx = np.frombuffer(raw, dtype=np.uint8, count=n, offset=o)
     o += n
-    xs = _unshuffle(raw[o:], header["nx"]).tolist() if header["nx"] else []
-    end = (start + dur).tolist()
+    xs = _unshuffle(raw[o:], header["nx"]) if header["nx"] else np.zeros(0, np.int64)
+    return name, start, start + dur, nx, xs
+
+
+def decode_chunk(header: dict, payload: bytes) -> list:
+    """The chunk's records, in their original order, as lists."""
+    names = header["names"]
+    name, start, end, nx, xs = decode_arrays(header, payload)
+    xs = xs.tolist()
+    end = end.tolist()
     start = start.tolist()
     label = [names[i] for i in name.tolist()]
     rows, k = [], 0
@@ -129,25 +137,126 @@ def decode_chunk(header: dict, payload: bytes) -> list:
     return rows
 
 
+def _whole_chunks(path: Path):
+    """(header, payload, bytes) of every whole chunk in order, read a chunk at a time (memory is one chunk's); it
+    stops at a trailing chunk cut or corrupted (killed mid-write)."""
+    try:
+        f = open(path, "rb")
+    except FileNotFoundError:
+        return
+    with f:
+        while True:
+            head = f.read(HEAD.size)
+            if len(head) < HEAD.size:
+                return
+            magic, hlen, plen, crc = HEAD.unpack(head)
+            body = f.read(hlen + plen) if magic == MAGIC else b""
+            if magic != MAGIC or len(body) < hlen + plen or zlib.crc32(body) != crc:
+                return
+            try:
+                header = json.loads(body[:hlen])
+            except ValueError:
+                return
+            yield header, body[hlen:], HEAD.size + hlen + plen
+
+
+def _size(path: Path) -> int:
+    try:
+        return Path(path).stat().st_size
+    except OSError:
+        return 0
+
+
 def read_chunks(path: Path) -> tuple[list, int]:
     """(records, torn): every whole chunk's records in order; `torn` counts the bytes of a trailing chunk that was
     cut or corrupted (killed mid-write), which are skipped."""
-    try:
-        data = Path(path).read_bytes()
-    except FileNotFoundError:
-        return [], 0
-    out, o = [], 0
-    while o + HEAD.size <= len(data):
-        magic, hlen, plen, crc = HEAD.unpack_from(data, o)
-        body = data[o + HEAD.size:o + HEAD.size + hlen + plen]
-        if magic != MAGIC or len(body) < hlen + plen or zlib.crc32(body) != crc:
-            break
+    cols, torn = read_columns(path)
+    return cols.records(), torn
+
+
+def read_columns(path: Path) -> tuple["PhaseColumns", int]:
+    """(columns, torn): read_chunks as numpy columns, one array per field for the whole file (a million steps are
+    ~100 MB of arrays, not ~2 GB of lists)."""
+    code_of: dict = {}
+    parts: list = []      # (code u16, start, end, nx, xs) per chunk
+    odd: list = []        # (column rows before it, record)
+    rows = done = 0
+    for header, payload, nbytes in _whole_chunks(Path(path)):
         try:
-            out.extend(decode_chunk(json.loads(body[:hlen]), body[hlen:]))
-        except (ValueError, KeyError, TypeError, zlib.error):
-            break
-        o += HEAD.size + hlen + plen
-    return out, len(data) - o
+            name, start, end, nx, xs = decode_arrays(header, payload)
+            lut = np.array([code_of.setdefault(x, len(code_of)) for x in header["names"]] or [0], dtype=np.uint16)
+            extra = sorted(header["extra"], key=lambda x: x[0])
+            places = [int(i) for i, _ in extra]
+        except (ValueError, KeyError, TypeError, IndexError, zlib.error):
+            break   # a chunk that does not decode: everything from it on is skipped, as a torn one
+        for k, (i, rec) in enumerate(extra):   # i: its place in the chunk, k: header records before it
+            odd.append((rows + places[k] - k, rec))
+        parts.append((lut[name], start, end, nx, xs))
+        rows += len(name)
+        done += nbytes
+    cat = (lambda k, dt: np.concatenate([p[k] for p in parts]).astype(dt, copy=False) if parts
+           else np.zeros(0, dt))
+    return PhaseColumns(list(code_of), cat(0, np.uint16), cat(1, np.int64), cat(2, np.int64), cat(3, np.uint8),
+                        cat(4, np.int64), odd), _size(path) - done
+
+
+class PhaseColumns:
+    """A run's phase records as columns: `names[code[i]]`, `start[i]`, `end[i]` for the records the chunks hold
+    as columns, their integer extras (`nx[i]` of them, flat in `xs`), and the records of any other shape
+    (`odd`: (column rows before it, record)), in the order they were written."""
+
+    def __init__(self, names, code, start, end, nx, xs, odd):
+        self.names, self.code, self.start, self.end, self.nx, self.xs, self.odd = \
+            names, code, start, end, nx, xs, odd
+
+    @classmethod
+    def from_records(cls, records: list) -> "PhaseColumns":
+        """Columns of a list of records (phases.jsonl of older runs), through the chunk encoder."""
+        header_payload = encode_chunk(records)
+        if not header_payload:
+            return cls([], *(np.zeros(0, t) for t in (np.uint16, np.int64, np.int64, np.uint8, np.int64)), [])
+        _, hlen, _, _ = HEAD.unpack_from(header_payload)
+        header = json.loads(header_payload[HEAD.size:HEAD.size + hlen])
+        name, start, end, nx, xs = decode_arrays(header, header_payload[HEAD.size + hlen:])
+        extra = sorted(header["extra"], key=lambda x: x[0])
+        odd = [(int(i) - k, rec) for k, (i, rec) in enumerate(extra)]
+        return cls(list(header["names"]), name.astype(np.uint16), start, end, nx, xs, odd)
+
+    def __len__(self) -> int:
+        return len(self.code) + len(self.odd)
+
+    def codes(self, names) -> np.ndarray:
+        """The codes of those of `names` this run has."""
+        return np.array([i for i, x in enumerate(self.names) if x in names], dtype=np.uint16)
+
+    def rows(self, names) -> np.ndarray:
+        """A mask of the column rows named one of `names`."""
+        return np.isin(self.code, self.codes(names))
+
+    def records(self, mask: np.ndarray | None = None, odd=lambda rec: True) -> list:
+        """The records as lists, in their written order: the column rows where `mask` (all without one) and the
+        odd records `odd(rec)` keeps."""
+        idx = np.flatnonzero(mask) if mask is not None else np.arange(len(self.code))
+        xoff = np.concatenate([[0], np.cumsum(self.nx, dtype=np.int64)]) if len(self.xs) else None
+        names = self.names
+        code, start, end = self.code[idx].tolist(), self.start[idx].tolist(), self.end[idx].tolist()
+        out = []
+        if xoff is None:
+            out = [[names[c], s, e] for c, s, e in zip(code, start, end)]
+        else:
+            xs, lo, hi = self.xs, xoff[idx].tolist(), xoff[idx + 1].tolist()
+            out = [[names[c], s, e, *xs[a:b].tolist()] if b > a else [names[c], s, e]
+                   for c, s, e, a, b in zip(code, start, end, lo, hi)]
+        keep = [(at, rec) for at, rec in self.odd if odd(rec)]
+        if not keep:
+            return out
+        before = np.searchsorted(idx, [at for at, _ in keep], side="left").tolist()   # selected rows before each
+        merged, j = [], 0
+        for (_, rec), b in zip(keep, before):
+            merged += out[j:b]
+            merged.append(rec)
+            j = b
+        return merged + out[j:]
 
 
 class Chunk:
