@@ -156,88 +156,30 @@ def clip_eval(a: int, b: int, blocks: list) -> int:
     return a
 
 
-def build_steps(records, split: tuple | None = None) -> tuple[list[Step], dict]:
-    """Steps with per-phase nanoseconds, and facts about how they were found; `split`: split_records(records)
-    when the caller has it already (one pass over a long run's records, not one per analysis)."""
-    records = records if isinstance(records, list) else list(records)
-    host, gpu, marks = split if split is not None else split_records(records)
-    bounds, source = step_boundaries(marks)
-    blocks = eval_blocks(records, bounds)
-    # With GPU timings, compute phases are taken from the device timeline; waiting for data stays host time.
-    if gpu:
-        gpu_phases = {p for p, _, _ in gpu}
-        intervals = [iv for iv in host if iv[0] not in gpu_phases] + gpu
-    else:
-        intervals = host
-    info = {"boundary": source, "timing": "cuda-events" if gpu else "host", "intervals": len(intervals),
-            "eval_s": sum(e - s for s, e in blocks) / 1e9, "eval_passes": len(blocks)}
-    if not bounds:
-        return [], info
-    first = min([bounds[0]] + [s for _, s, _ in intervals if s < bounds[0]])
-    edges = [first] + bounds
-    windows = []
-    for a, b in zip(edges, edges[1:]):
-        a = clip_eval(a, b, blocks)
-        if b > a:
-            windows.append((a, b))
-    steps = [Step(i, a, b, phases) for i, ((a, b), phases) in enumerate(zip(windows, attribute_all(intervals,
-                                                                                                    windows)))]
-    mark_traced(steps, trace_windows(marks))
-    return steps, info
+def build_steps(records, split=None):
+    """(steps, info): the steps as analyzers.step_columns.StepColumns (index, start, end, ns per phase, traced;
+    it reads as a sequence of Step too) and facts about how they were found. `split`: a step_columns.Split of
+    the records when the caller has it (one pass over a long run's records, not one per analysis)."""
+    from .step_columns import Split, build_step_columns, split_of_records
+
+    if not isinstance(split, Split):
+        split = split_of_records(records)
+    return build_step_columns(split)
 
 
 def attribute_all(intervals: list, windows: list) -> list[dict]:
-    """attribute() for every window [a, b) (ordered, not overlapping), vectorised for the common case: a window
-    whose intervals neither overlap each other nor cross its edges gets each interval's length (the sweep could
-    not decide otherwise); the rest (nesting, an interval over a boundary or an evaluation cut) go through the
-    sweep. A run of a million steps is a few numpy passes, not a million sweeps."""
+    """attribute() for every window [a, b) (ordered, not overlapping); step_columns.attribute_columns does it
+    over arrays (the sweep only for the windows with nesting or intervals over their edges)."""
     import numpy as np
 
-    n = len(windows)
-    if n == 0:
-        return []
-    a = np.fromiter((w[0] for w in windows), dtype=np.int64, count=n)
-    b = np.fromiter((w[1] for w in windows), dtype=np.int64, count=n)
-    names = list(PRIORITY)
-    code = {p: i for i, p in enumerate(names)}
-    iv = sorted(intervals, key=lambda x: x[1])
-    m = len(iv)
-    start = np.fromiter((x[1] for x in iv), dtype=np.int64, count=m)
-    end = np.fromiter((x[2] for x in iv), dtype=np.int64, count=m)
-    phase = np.fromiter((code[x[0]] for x in iv), dtype=np.int64, count=m)
-    complex_step = np.zeros(n, dtype=bool)
-    if m:
-        first = np.searchsorted(b, start, side="right")          # the window an interval starts in (or before)
-        last = np.searchsorted(b, end, side="left")               # the window its end falls in
-        inside = first < n
-        inside[inside] &= a[first[inside]] <= start[inside]       # not in a gap before the window (eval cut)
-        prev_end = np.concatenate([[np.iinfo(np.int64).min], np.maximum.accumulate(end)[:-1]])
-        simple = inside & (first == last) & (start >= prev_end)
-        # every window an unsimple interval touches takes the sweep
-        lo = np.minimum(first[~simple], n - 1)
-        hi = np.minimum(last[~simple], n - 1)
-        marks = np.zeros(n + 1, dtype=np.int64)
-        np.add.at(marks, lo, 1)
-        np.add.at(marks, hi + 1, -1)
-        complex_step = np.cumsum(marks[:-1]) > 0
-        # an interval that overlaps an earlier one: the earlier one's window is its window too (first == last)
-        take = simple & ~complex_step[np.minimum(first, n - 1)]
-        sums = np.bincount(first[take] * len(names) + phase[take], weights=(end - start)[take],
-                           minlength=n * len(names)).reshape(n, len(names))
-    else:
-        sums = np.zeros((n, len(names)))
-    index = IntervalIndex(intervals) if complex_step.any() else None
-    out = []
-    for i in range(n):
-        if complex_step[i]:
-            out.append(index.attribute(int(a[i]), int(b[i])))
-            continue
-        row = {p: int(sums[i, j]) for j, p in enumerate(names)}
-        got = dict.fromkeys(ALL_PHASES, 0)
-        got.update(row)
-        got["other"] = int(b[i] - a[i]) - sum(row.values())
-        out.append(got)
-    return out
+    from .step_columns import CODE, attribute_columns
+
+    i64 = np.int64
+    out = attribute_columns(np.array([CODE[p] for p, _, _ in intervals], dtype=i64),
+                            np.array([s for _, s, _ in intervals], dtype=i64),
+                            np.array([e for _, _, e in intervals], dtype=i64),
+                            np.array([w[0] for w in windows], dtype=i64), np.array([w[1] for w in windows], dtype=i64))
+    return [dict(zip(ALL_PHASES, row)) for row in out.tolist()]
 
 
 def trace_windows(marks: list) -> list[tuple[int, float]]:
@@ -251,23 +193,34 @@ def trace_windows(marks: list) -> list[tuple[int, float]]:
     return out
 
 
-def mark_traced(steps: list[Step], windows: list) -> None:
+def mark_traced(steps, windows: list) -> None:
+    from .step_columns import StepColumns, traced_mask
+
+    if isinstance(steps, StepColumns):
+        steps.traced[:] = traced_mask(steps.start_ns, steps.end_ns, windows)
+        return
     for s in steps:
         s.traced = any(s.end_ns > b and s.start_ns < e for b, e in windows)
 
 
-def phase_share(steps: list[Step]) -> dict:
-    total = sum(s.duration_ns for s in steps)
+def _columns(steps):
+    from .step_columns import StepColumns
+    return StepColumns.of(steps)
+
+
+def phase_share(steps) -> dict:
+    cols = _columns(steps)
+    total = int(cols.duration_ns.sum())
     if total <= 0:
         return {p: (1.0 if p == "other" else 0.0) for p in ALL_PHASES}
-    share = {p: sum(s.phases_ns.get(p, 0) for s in steps) / total for p in ALL_PHASES}
+    share = {p: int(cols.phase(p).sum()) / total for p in ALL_PHASES}
     return share
 
 
-def step_time_stats(steps: list[Step]) -> dict:
-    if not steps:
+def step_time_stats(steps) -> dict:
+    if not len(steps):
         return {"median": None, "mean": None, "p10": None, "p90": None, "min": None, "max": None}
-    d = sorted(s.duration_ns / 1e9 for s in steps)
+    d = sorted((_columns(steps).duration_ns / 1e9).tolist())
 
     def pct(q):
         return d[min(len(d) - 1, int(round(q * (len(d) - 1))))]
@@ -279,16 +232,23 @@ def step_time_stats(steps: list[Step]) -> dict:
 def seconds_per_step(steps: list[Step]) -> float | None:
     """Wall time over the steps / their count: what a clock around them reads (a median of bimodal step times
     is not; warm-up and traced steps are already out of `steps`)."""
-    if not steps:
+    if not len(steps):
         return None
-    return sum(s.duration_ns for s in steps) / len(steps) / 1e9
+    return int(_columns(steps).duration_ns.sum()) / len(steps) / 1e9
 
 
-def steady_steps(steps: list[Step], warmup: int) -> list[Step]:
+def steady_steps(steps, warmup: int):
     """Steps after warm-up and outside the tracing window (all of them when too few remain; traced steps too
     when fewer than MIN_UNTRACED are left, which the summary flags: statistics of one or two steps describe
     nothing), without the slow start of a torch.compile run (leading steps longer than LEADING_SLOW x the
     median, as on the device timeline)."""
+    from .step_columns import StepColumns
+
+    if isinstance(steps, StepColumns):   # the same over columns: StepColumns in, StepColumns out
+        kept = steps[warmup:] if len(steps) > warmup + 1 else steps
+        untraced = kept.take(~kept.traced)
+        kept = untraced if len(untraced) >= MIN_UNTRACED else kept
+        return kept[leading_slow(kept.duration_ns):]
     kept = steps[warmup:] if len(steps) > warmup + 1 else steps
     untraced = [s for s in kept if not s.traced]
     kept = untraced if len(untraced) >= MIN_UNTRACED else kept
@@ -304,8 +264,9 @@ def leading_slow(durations: list, factor: float = LEADING_SLOW) -> int:
     median step, at most half of the steps, none when fewer than 4 steps."""
     if len(durations) < 4:
         return 0
-    median = sorted(durations)[len(durations) // 2]
-    i = 0
-    while i < len(durations) // 2 and durations[i] > factor * median:
-        i += 1
-    return i
+    import numpy as np
+
+    d = np.asarray(durations)
+    median = np.partition(d, len(d) // 2)[len(d) // 2]
+    half = d[:len(d) // 2] > factor * median
+    return int(half.argmin()) if not half.all() else len(half)

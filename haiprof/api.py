@@ -107,7 +107,7 @@ class Run:
             from haiprof.analyzers import thresholds as T
             data = self._analysis()
             warmup = int(data.summary.get("warmup_steps_excluded", 0) or 0)
-            kept = {id(st) for st in step_analysis.steady_steps(data.steps, T.WARMUP_STEPS)}
+            kept = {st.index for st in step_analysis.steady_steps(data.steps, T.WARMUP_STEPS)}
             t0 = self._t0_ns()
             rows = []
             for st in data.steps:
@@ -117,7 +117,7 @@ class Run:
                     row[f"{p}_ms"] = st.phases_ns.get(p, 0) / 1e6
                 row["warmup"] = st.index < warmup
                 row["traced"] = bool(getattr(st, "traced", False))
-                row["in_stats"] = id(st) in kept
+                row["in_stats"] = st.index in kept
                 rows.append(row)
             cols = ["step", "start_s", "end_s", "duration_ms", *(f"{p}_ms" for p in ALL_PHASES), "warmup",
                     "traced", "in_stats"]

@@ -225,6 +225,16 @@ class PhaseColumns:
     def __len__(self) -> int:
         return len(self.code) + len(self.odd)
 
+    def concat(self, other: "PhaseColumns") -> "PhaseColumns":
+        """These records, then `other`'s."""
+        index = {x: i for i, x in enumerate(self.names)}
+        lut = np.array([index.setdefault(x, len(index)) for x in other.names] or [0], dtype=np.uint16)
+        rows = len(self.code)
+        return PhaseColumns(list(index), np.concatenate([self.code, lut[other.code]]),
+                            np.concatenate([self.start, other.start]), np.concatenate([self.end, other.end]),
+                            np.concatenate([self.nx, other.nx]), np.concatenate([self.xs, other.xs]),
+                            self.odd + [(at + rows, r) for at, r in other.odd])
+
     def codes(self, names) -> np.ndarray:
         """The codes of those of `names` this run has."""
         return np.array([i for i, x in enumerate(self.names) if x in names], dtype=np.uint16)

@@ -24,7 +24,7 @@ from pathlib import Path
 from typing import Any, Callable, Iterable
 
 from .errors import say
-from .phasestore import encode_chunk, read_chunks
+from .phasestore import PhaseColumns, encode_chunk, read_chunks, read_columns
 
 SCHEMA_VERSION = 1
 PHASES = ("dataloader", "h2d", "forward", "backward", "optimizer", "allreduce")
@@ -400,6 +400,25 @@ class RunDir:
                 self.warn_malformed(name, f"{len(records) - len(ok)} malformed record(s) skipped")
             good += ok
         return good
+
+    def read_phase_columns(self) -> PhaseColumns:
+        """read_phase_records as numpy columns (haiprof/phasestore.py), the malformed records left out with the
+        same warnings: what the analysis of a long run reads."""
+        cols, torn = read_columns(self.path / PHASES_BIN)
+        if torn:
+            self.warn_malformed(PHASES_BIN, f"the last {torn} byte(s) are a chunk cut short (the run was killed "
+                                            "while writing it): skipped")
+        odd = [(at, r) for at, r in cols.odd if phase_record_ok(r)]
+        legacy = read_jsonl(self.path / PHASES_FILE)
+        ok = [r for r in legacy if phase_record_ok(r)]
+        for name, n_bad in ((PHASES_FILE, len(legacy) - len(ok)), (PHASES_BIN, len(cols.odd) - len(odd))):
+            if n_bad:
+                self.warn_malformed(name, f"{n_bad} malformed record(s) skipped")
+        cols.odd = odd
+        if not ok:
+            return cols
+        old = PhaseColumns.from_records(ok)
+        return old if not len(cols) else old.concat(cols)
 
     def read_samples(self, collector: str) -> list:
         good, bad = clean_samples(read_jsonl(self.samples_file(collector)))

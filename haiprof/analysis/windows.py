@@ -9,28 +9,33 @@ from __future__ import annotations
 
 import statistics
 
+import numpy as np
+
+from haiprof.analyzers.step_columns import StepColumns
 from haiprof.analyzers.steps import TRACE_BEGIN, TRACE_END, trace_windows
 
 WINDOW_MARK = "@trace-window"   # collectors/trace_requests.py
 AROUND = 20
 
 
-def analyze(records: list, steps: list, run_path) -> list[dict]:
+def analyze(records: list, steps, run_path) -> list[dict]:
     marks = [(r[0], r[1]) for r in records if r[0] in (TRACE_BEGIN, TRACE_END)]
     asked = sorted((r[1], r[3]) for r in records if r[0] == WINDOW_MARK and len(r) >= 4)
+    cols = StepColumns.of(steps)
     out = []
     for begin, end in trace_windows(marks):
         before = [step for t, step in asked if t <= begin]
         name = f"trace-step{before[-1]}.json.gz" if before and (not out or before[-1] != out[-1]["asked_step"]) \
             else "trace.json.gz"
-        inside = [s for s in steps if s.traced and s.end_ns > begin and s.start_ns < end]
-        if not inside:
+        inside = np.flatnonzero(cols.traced & (cols.end_ns > begin) & (cols.start_ns < end))
+        if not len(inside):
             continue
-        first, last = inside[0].index, inside[-1].index
-        near = [s for s in steps if not s.traced and (first - AROUND <= s.index < first or
-                                                       last < s.index <= last + AROUND)]
-        in_ms = statistics.fmean(s.duration_ns for s in inside) / 1e6
-        around_ms = statistics.fmean(s.duration_ns for s in near) / 1e6 if near else None
+        first, last = int(cols.index[inside[0]]), int(cols.index[inside[-1]])
+        idx = cols.index
+        near = np.flatnonzero(~cols.traced & (((first - AROUND <= idx) & (idx < first)) |
+                                               ((last < idx) & (idx <= last + AROUND))))
+        in_ms = statistics.fmean(cols.duration_ns[inside].tolist()) / 1e6
+        around_ms = statistics.fmean(cols.duration_ns[near].tolist()) / 1e6 if len(near) else None
         out.append({"file": name if (run_path / name).is_file() else None, "asked_step": before[-1] if before and
                     name != "trace.json.gz" else None, "first_step": first, "last_step": last,
                     "steps": len(inside), "step_ms": round(in_ms, 4),

@@ -4,6 +4,8 @@ from __future__ import annotations
 import bisect
 import html
 
+import numpy as np
+
 PHASE_COLORS = {
     "dataloader": "#e45756", "h2d": "#f58518", "forward": "#4c78a8", "backward": "#72b7b2",
     "optimizer": "#54a24b", "allreduce": "#b279a2", "other": "#bab0ac",
@@ -42,7 +44,16 @@ def step_chart(steps, warmup: int, phases, traced=(), title: str = "Time per ste
     n = len(steps)
     bin_size = max(1, -(-n // MAX_BARS))
     xs, per_phase = [], {p: [] for p in phases}
-    for i in range(0, n, bin_size):
+    if hasattr(steps, "arrays") and n:   # steps as columns (a long run): the bins' means through numpy
+        cols = steps.arrays()
+        at = list(range(0, n, bin_size))
+        xs = cols["index"][at].tolist()
+        counts = [min(bin_size, n - i) for i in at]
+        for p in phases:
+            col = cols["phases"].get(p)
+            sums = np.add.reduceat(col, at).tolist() if col is not None else [0] * len(at)
+            per_phase[p] = [int(x) / c / 1e6 for x, c in zip(sums, counts)]
+    for i in range(0, n if not xs else 0, bin_size):
         chunk = steps[i:i + bin_size]
         xs.append(chunk[0].index)
         for p in phases:

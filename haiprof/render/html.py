@@ -42,6 +42,13 @@ def section_verdict(d, figs):
             f'<h2 id="headline">{esc(s["headline"])}</h2><p class="facts">{esc(facts)}</p>{exit_line}</section>')
 
 
+def _traced(steps) -> list:
+    """The indices of the traced steps (steps: a list of Step or a StepColumns)."""
+    if hasattr(steps, "arrays"):
+        return steps.index[steps.traced].tolist()
+    return [st.index for st in steps if st.traced]
+
+
 def section_phases(d, figs):
     s = d.summary
     if not d.steps:
@@ -54,15 +61,15 @@ def section_phases(d, figs):
                                           traced=[st.index for st in d.device_steps if st.traced],
                                           title="Device time per step: busy by phase, idle by host cause (device clock)")
         figs["host-steps"] = charts.step_chart(d.steps, s.get("warmup_steps_excluded", 0), PHASES,
-                                               traced=[st.index for st in d.steps if st.traced],
+                                               traced=_traced(d.steps),
                                                title="Host time per step by phase (host clock)")
         host_chart = ("<details><summary>Host time per step (host clock: what the CPU did, not what the GPU "
                       "waited for)</summary><div class='chart' id='fig-host-steps'></div></details>")
     else:
         figs["steps"] = charts.step_chart(d.steps, s.get("warmup_steps_excluded", 0), PHASES,
-                                          traced=[st.index for st in d.steps if st.traced])
+                                          traced=_traced(d.steps))
     # the shaded steps, counted from the steps drawn (a job's page draws its reference rank's steps)
-    traced = sum(1 for st in d.steps if st.traced)
+    traced = len(_traced(d.steps))
     left = [f"{s['warmup_steps_excluded']} warm-up step(s)"] if s.get("warmup_steps_excluded") else []
     left += [f"{traced} step(s) of the op-level tracing window"] if traced else []
     note = f"<p class='note'>Shares exclude {' and '.join(left)} (shaded).</p>" if left else ""
