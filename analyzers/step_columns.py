@@ -14,6 +14,7 @@ from .steps import (ALL_PHASES, BACKWARD_MARK, EVAL, EVAL_MIN_FORWARDS, GPU_PREF
 
 CODE = {p: i for i, p in enumerate(PHASES)}    # a phase's code: its column in StepColumns.phases
 _EMPTY = np.zeros(0, dtype=np.int64)
+_I64 = (-(2 ** 63), 2 ** 63 - 1)
 
 
 class Split:
@@ -48,6 +49,7 @@ def split_columns(names: list, code: np.ndarray, start: np.ndarray, end: np.ndar
     """Split from columns (names[code[i]], start[i], end[i]) and `extra` (name, start, end) tuples; the rules of
     steps.split_records: eval forwards are training forwards for the partition (eval_blocks cuts the blocks
     out), marks are names starting with "@", "gpu:<phase>" is device time."""
+    extra = [r for r in extra if _I64[0] <= r[1] <= _I64[1] and _I64[0] <= r[2] <= _I64[1]]
     if extra:
         names = list(names)
         index = {x: i for i, x in enumerate(names)}
