@@ -140,30 +140,36 @@ def attribute_columns(phase, start, end, a, b) -> np.ndarray:
     out = np.zeros((n, len(ALL_PHASES)), dtype=np.int64)
     if n == 0:
         return out
-    order = np.argsort(start, kind="stable")
-    start, end, phase = start[order], end[order], phase[order].astype(np.int64)
+    if len(start) and (np.diff(start) < 0).any():   # records are written as intervals end: nearly sorted
+        order = np.argsort(start, kind="stable")
+        start, end, phase = start[order], end[order], phase[order]
+        del order
     m = len(start)
     complex_step = np.zeros(n, dtype=bool)
-    if m:
+    if m:   # (a million steps are several million intervals: temporaries are dropped as soon as they are used)
         first = np.searchsorted(b, start, side="right")          # the window an interval starts in (or before)
-        last = np.searchsorted(b, end, side="left")               # the window its end falls in
+        simple = np.searchsorted(b, end, side="left") == first   # ... and the window its end falls in
         inside = first < n
         inside[inside] &= a[first[inside]] <= start[inside]       # not in a gap before the window (eval cut)
+        simple &= inside
+        del inside
         max_end = np.maximum.accumulate(end)
-        prev_end = np.concatenate([[np.iinfo(np.int64).min], max_end[:-1]])
-        simple = inside & (first == last) & (start >= prev_end)
+        simple[1:] &= start[1:] >= max_end[:-1]                  # overlaps no earlier interval
         # every window an unsimple interval touches takes the sweep
         lo = np.minimum(first[~simple], n - 1)
-        hi = np.minimum(last[~simple], n - 1)
+        hi = np.minimum(np.searchsorted(b, end[~simple], side="left"), n - 1)
         marks = np.zeros(n + 1, dtype=np.int64)
         np.add.at(marks, lo, 1)
         np.add.at(marks, hi + 1, -1)
         complex_step = np.cumsum(marks[:-1]) > 0
+        del lo, hi, marks
         # an interval that overlaps an earlier one: the earlier one's window is its window too (first == last)
-        take = simple & ~complex_step[np.minimum(first, n - 1)]
+        simple &= ~complex_step[np.minimum(first, n - 1)]
         k = len(PHASES)
-        sums = np.bincount(first[take] * k + phase[take], weights=(end - start)[take], minlength=n * k)
+        sums = np.bincount(first[simple] * k + phase[simple], weights=end[simple] - start[simple], minlength=n * k)
+        del first, simple
         out[:, :k] = sums.reshape(n, k).astype(np.int64)
+        del sums
     out[:, -1] = (b - a) - out[:, :-1].sum(axis=1)
     for i in np.flatnonzero(complex_step).tolist():
         ai, bi = int(a[i]), int(b[i])
