@@ -7,10 +7,73 @@ phase, traced); it also reads as a sequence of Step for the few small consumers 
 """
 from __future__ import annotations
 
+from dataclasses import dataclass, field
+
 import numpy as np
 
-from .steps import (ALL_PHASES, BACKWARD_MARK, EVAL, EVAL_MIN_FORWARDS, GPU_PREFIX, PHASES, PRIORITY, STEP_MARK,
-                    TRACE_BEGIN, TRACE_END, Step, attribute)
+PHASES = ("dataloader", "h2d", "forward", "backward", "optimizer", "allreduce")
+ALL_PHASES = PHASES + ("other",)
+PRIORITY = {"allreduce": 6, "h2d": 5, "dataloader": 4, "optimizer": 3, "backward": 2, "forward": 1}
+STEP_MARK = "@step"
+BACKWARD_MARK = "@backward"
+TRACE_BEGIN, TRACE_END = "@trace-begin", "@trace-end"   # op-level tracing window (profiler on)
+GPU_PREFIX = "gpu:"
+# Forwards without autograd / in eval() mode (collectors/phases.py). EVAL_MIN_FORWARDS or more of them before a
+# step's first training forward/backward are an evaluation pass between steps: that stretch, from the previous
+# step's end (its DataLoader waits included) to the last of them, is "eval", outside every step. Fewer (a
+# frozen teacher's forward in each step) are part of training and count as forward.
+EVAL = "eval"
+EVAL_MIN_FORWARDS = 2
+
+
+@dataclass
+class Step:
+    index: int
+    start_ns: int
+    end_ns: int
+    phases_ns: dict = field(default_factory=dict)
+    traced: bool = False      # overlaps the op-level tracing window: profiler overhead, kept out of statistics
+
+    @property
+    def duration_ns(self) -> int:
+        return self.end_ns - self.start_ns
+
+
+def attribute(intervals: list, start: int, end: int) -> dict:
+    """Nanoseconds per phase in [start, end): innermost covering interval wins, then PRIORITY; rest 'other'."""
+    out = dict.fromkeys(ALL_PHASES, 0)
+    clipped = [(p, max(s, start), min(e, end)) for p, s, e in intervals if e > start and s < end]
+    if not clipped:
+        out["other"] = end - start
+        return out
+    cuts = sorted({start, end, *(s for _, s, _ in clipped), *(e for _, _, e in clipped)})
+    # Sweep the elementary segments; intervals per step are few, so the linear scan is cheap.
+    clipped.sort(key=lambda iv: iv[1])
+    active: list = []
+    nxt = 0
+    for a, b in zip(cuts, cuts[1:]):
+        while nxt < len(clipped) and clipped[nxt][1] <= a:
+            active.append(clipped[nxt])
+            nxt += 1
+        active = [iv for iv in active if iv[2] > a]
+        if not active:
+            out["other"] += b - a
+            continue
+        best = max(active, key=lambda iv: (iv[1], PRIORITY[iv[0]]))
+        out[best[0]] += b - a
+    return out
+
+
+def trace_windows(marks: list) -> list[tuple[int, float]]:
+    """(begin, end) of each tracing window; a window never closed (run killed inside it) runs to the end."""
+    begins = sorted(t for name, t in marks if name == TRACE_BEGIN)
+    ends = sorted(t for name, t in marks if name == TRACE_END)
+    out = []
+    for b in begins:
+        e = next((t for t in ends if t >= b), float("inf"))
+        out.append((b, e))
+    return out
+
 
 CODE = {p: i for i, p in enumerate(PHASES)}    # a phase's code: its column in StepColumns.phases
 _EMPTY = np.zeros(0, dtype=np.int64)
@@ -204,8 +267,6 @@ def traced_mask(start: np.ndarray, end: np.ndarray, windows: list) -> np.ndarray
 
 def build_step_columns(split: Split) -> tuple["StepColumns", dict]:
     """steps.build_steps over a Split."""
-    from .steps import trace_windows
-
     steps_t, backs_t = split.mark_times(STEP_MARK), split.mark_times(BACKWARD_MARK)
     bounds, source = (steps_t, "optimizer.step") if len(steps_t) else \
         (backs_t, "backward") if len(backs_t) else (_EMPTY, "none")

@@ -10,34 +10,14 @@ from __future__ import annotations
 
 import bisect
 import statistics
-from dataclasses import dataclass, field
 
-PHASES = ("dataloader", "h2d", "forward", "backward", "optimizer", "allreduce")
-ALL_PHASES = PHASES + ("other",)
-PRIORITY = {"allreduce": 6, "h2d": 5, "dataloader": 4, "optimizer": 3, "backward": 2, "forward": 1}
-STEP_MARK = "@step"
-BACKWARD_MARK = "@backward"
-TRACE_BEGIN, TRACE_END = "@trace-begin", "@trace-end"   # op-level tracing window (profiler on)
-GPU_PREFIX = "gpu:"
-# Forwards without autograd / in eval() mode (collectors/phases.py). EVAL_MIN_FORWARDS or more of them before a
-# step's first training forward/backward are an evaluation pass between steps: that stretch, from the previous
-# step's end (its DataLoader waits included) to the last of them, is "eval", outside every step. Fewer (a
-# frozen teacher's forward in each step) are part of training and count as forward.
-EVAL = "eval"
-EVAL_MIN_FORWARDS = 2
+import numpy as np
 
-
-@dataclass
-class Step:
-    index: int
-    start_ns: int
-    end_ns: int
-    phases_ns: dict = field(default_factory=dict)
-    traced: bool = False      # overlaps the op-level tracing window: profiler overhead, kept out of statistics
-
-    @property
-    def duration_ns(self) -> int:
-        return self.end_ns - self.start_ns
+# the partition's definitions and its columns (step_columns.py); imported here for the callers of this module
+from .step_columns import (ALL_PHASES, BACKWARD_MARK, CODE, EVAL, EVAL_MIN_FORWARDS, GPU_PREFIX,  # noqa: F401
+                           PHASES, PRIORITY, STEP_MARK, TRACE_BEGIN, TRACE_END, Split, Step, StepColumns,
+                           attribute, attribute_columns, build_step_columns, split_of_records, trace_windows,
+                           traced_mask)
 
 
 def split_records(records) -> tuple[list, list, list]:
@@ -70,31 +50,6 @@ def step_boundaries(marks: list) -> tuple[list[int], str]:
     if backs:
         return backs, "backward"
     return [], "none"
-
-
-def attribute(intervals: list, start: int, end: int) -> dict:
-    """Nanoseconds per phase in [start, end): innermost covering interval wins, then PRIORITY; rest 'other'."""
-    out = dict.fromkeys(ALL_PHASES, 0)
-    clipped = [(p, max(s, start), min(e, end)) for p, s, e in intervals if e > start and s < end]
-    if not clipped:
-        out["other"] = end - start
-        return out
-    cuts = sorted({start, end, *(s for _, s, _ in clipped), *(e for _, _, e in clipped)})
-    # Sweep the elementary segments; intervals per step are few, so the linear scan is cheap.
-    clipped.sort(key=lambda iv: iv[1])
-    active: list = []
-    nxt = 0
-    for a, b in zip(cuts, cuts[1:]):
-        while nxt < len(clipped) and clipped[nxt][1] <= a:
-            active.append(clipped[nxt])
-            nxt += 1
-        active = [iv for iv in active if iv[2] > a]
-        if not active:
-            out["other"] += b - a
-            continue
-        best = max(active, key=lambda iv: (iv[1], PRIORITY[iv[0]]))
-        out[best[0]] += b - a
-    return out
 
 
 class IntervalIndex:
@@ -160,8 +115,6 @@ def build_steps(records, split=None):
     """(steps, info): the steps as analyzers.step_columns.StepColumns (index, start, end, ns per phase, traced;
     it reads as a sequence of Step too) and facts about how they were found. `split`: a step_columns.Split of
     the records when the caller has it (one pass over a long run's records, not one per analysis)."""
-    from .step_columns import Split, build_step_columns, split_of_records
-
     if not isinstance(split, Split):
         split = split_of_records(records)
     return build_step_columns(split)
@@ -170,10 +123,6 @@ def build_steps(records, split=None):
 def attribute_all(intervals: list, windows: list) -> list[dict]:
     """attribute() for every window [a, b) (ordered, not overlapping); step_columns.attribute_columns does it
     over arrays (the sweep only for the windows with nesting or intervals over their edges)."""
-    import numpy as np
-
-    from .step_columns import CODE, attribute_columns
-
     i64 = np.int64
     out = attribute_columns(np.array([CODE[p] for p, _, _ in intervals], dtype=i64),
                             np.array([s for _, s, _ in intervals], dtype=i64),
@@ -182,20 +131,7 @@ def attribute_all(intervals: list, windows: list) -> list[dict]:
     return [dict(zip(ALL_PHASES, row)) for row in out.tolist()]
 
 
-def trace_windows(marks: list) -> list[tuple[int, float]]:
-    """(begin, end) of each tracing window; a window never closed (run killed inside it) runs to the end."""
-    begins = sorted(t for name, t in marks if name == TRACE_BEGIN)
-    ends = sorted(t for name, t in marks if name == TRACE_END)
-    out = []
-    for b in begins:
-        e = next((t for t in ends if t >= b), float("inf"))
-        out.append((b, e))
-    return out
-
-
 def mark_traced(steps, windows: list) -> None:
-    from .step_columns import StepColumns, traced_mask
-
     if isinstance(steps, StepColumns):
         steps.traced[:] = traced_mask(steps.start_ns, steps.end_ns, windows)
         return
@@ -204,7 +140,6 @@ def mark_traced(steps, windows: list) -> None:
 
 
 def _columns(steps):
-    from .step_columns import StepColumns
     return StepColumns.of(steps)
 
 
@@ -242,8 +177,6 @@ def steady_steps(steps, warmup: int):
     when fewer than MIN_UNTRACED are left, which the summary flags: statistics of one or two steps describe
     nothing), without the slow start of a torch.compile run (leading steps longer than LEADING_SLOW x the
     median, as on the device timeline)."""
-    from .step_columns import StepColumns
-
     if isinstance(steps, StepColumns):   # the same over columns: StepColumns in, StepColumns out
         kept = steps[warmup:] if len(steps) > warmup + 1 else steps
         untraced = kept.take(~kept.traced)
@@ -264,8 +197,6 @@ def leading_slow(durations: list, factor: float = LEADING_SLOW) -> int:
     median step, at most half of the steps, none when fewer than 4 steps."""
     if len(durations) < 4:
         return 0
-    import numpy as np
-
     d = np.asarray(durations)
     median = np.partition(d, len(d) // 2)[len(d) // 2]
     half = d[:len(d) // 2] > factor * median
