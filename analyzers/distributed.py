@@ -17,8 +17,11 @@ import signal
 import statistics
 from dataclasses import dataclass, field
 
+import numpy as np
+
 from . import thresholds as T
-from .steps import ALL_PHASES, Step, phase_share
+from .step_columns import StepColumns
+from .steps import ALL_PHASES, phase_share
 
 COMPUTE = ("forward", "backward", "optimizer")
 INPUT = ("dataloader", "h2d")
@@ -28,7 +31,7 @@ INPUT = ("dataloader", "h2d")
 class RankInput:
     rank: int
     meta: dict
-    steps: list                               # steady steps (warm-up excluded), analyzers.steps.Step
+    steps: list                               # steady steps (warm-up excluded): StepColumns or Steps
     all_steps: int = 0
     batch_numel: list = field(default_factory=list)
     ddp_stats: list = field(default_factory=list)   # the "@ddp" records' dicts, in order
@@ -61,21 +64,17 @@ def comm_split(ranks: list[RankInput]) -> dict:
     if len(ranks) < 2 or n == 0:
         out["note"] = "needs at least two ranks with steps"
         return out
-    total_dur = total_exposed = total_transfer = 0
-    wait_by_rank = {r.rank: 0 for r in ranks}
-    last_count = {r.rank: 0 for r in ranks}
-    skew_per_step = []
-    for i in range(n):
-        a = {r.rank: r.steps[i].phases_ns.get("allreduce", 0) for r in ranks}
-        transfer = min(a.values())
-        skew_per_step.append(max(a.values()) - transfer)
-        for r in ranks:
-            wait_by_rank[r.rank] += a[r.rank] - transfer
-            total_dur += r.steps[i].duration_ns
-            total_exposed += a[r.rank]
-            total_transfer += transfer
-        if skew_per_step[-1] > 0:
-            last_count[min(a, key=a.get)] += 1
+    cols = [StepColumns.of(r.steps) for r in ranks]   # step i of every rank, as arrays (ranks x steps)
+    a = np.stack([c.phase("allreduce")[:n] for c in cols])
+    transfer = a.min(axis=0)
+    skew = a.max(axis=0) - transfer
+    skew_per_step = skew.tolist()
+    wait_by_rank = {r.rank: int((a[k] - transfer).sum()) for k, r in enumerate(ranks)}
+    total_dur = sum(int(c.duration_ns[:n].sum()) for c in cols)
+    total_exposed = int(a.sum())
+    total_transfer = int(transfer.sum()) * len(ranks)
+    last = np.bincount(a.argmin(axis=0)[skew > 0], minlength=len(ranks))   # arrived last: waited least
+    last_count = {r.rank: int(last[k]) for k, r in enumerate(ranks)}
     per_rank_dur = total_dur / len(ranks)
     out.update(
         exposed_share=total_exposed / total_dur if total_dur else 0.0,
@@ -120,7 +119,8 @@ def ddp_overlap(ranks: list[RankInput]) -> dict | None:
 
 
 def _phase_median(r: RankInput, phases) -> float:
-    return _median([sum(s.phases_ns.get(p, 0) for p in phases) for s in r.steps])
+    cols = StepColumns.of(r.steps)
+    return _median(sum((cols.phase(p) for p in phases), np.zeros(len(cols), dtype=np.int64)).tolist())
 
 
 def stragglers(ranks: list[RankInput], split: dict) -> list[dict]:
@@ -186,7 +186,7 @@ def rank_rows(ranks: list[RankInput], expected: list[int], failures: dict,
                                         + (f" (exit code {exit_text(proc_exit)})" if fail else "")})
             continue
         m = r.meta
-        durs = [s.duration_ns / 1e9 for s in r.steps]
+        durs = (StepColumns.of(r.steps).duration_ns / 1e9).tolist()
         script_exit = m.get("exit_code")
         row = {"rank": rank, "host": m.get("host"), "node_rank": m.get("node_rank"),
                "local_rank": m.get("local_rank"), "pid": m.get("pid"), "source": r.source, "steps": r.all_steps,
@@ -228,8 +228,17 @@ def mean_share(ranks: list[RankInput]) -> dict:
     return {p: statistics.fmean(s[p] for s in shares) for p in ALL_PHASES}
 
 
-def pooled_steps(ranks: list[RankInput]) -> list[Step]:
-    return [s for r in ranks for s in r.steps]
+def pooled_steps(ranks: list[RankInput]) -> StepColumns:
+    cols = [StepColumns.of(r.steps) for r in ranks]
+    if not cols:
+        return StepColumns.empty()
+    names = list(ALL_PHASES)   # every rank's phase names, in one table
+    for c in cols:
+        names += [p for p in c.names if p not in names]
+    return StepColumns(*(np.concatenate([getattr(c, k) for c in cols]) for k in ("index", "start_ns", "end_ns")),
+                       np.concatenate([np.stack([c.phase(p) for p in names], axis=1) if len(c) else
+                                       np.zeros((0, len(names)), np.int64) for c in cols]),
+                       np.concatenate([c.traced for c in cols]), names)
 
 
 def comm_finding(split: dict, share: dict, ddp: dict | None, median_s, steps: int, fixes: list) -> dict | None:

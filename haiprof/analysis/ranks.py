@@ -37,7 +37,9 @@ def _rank_inputs(run_dir: RunDir, gather: dict) -> tuple[list, dict]:
         rd = RunDir(p)
         data = analyze(rd)
         batches, ddp = [], []
-        for rec in rd.read_phase_records():
+        cols = rd.read_phase_columns()   # the batch sizes and DDP timers only: no list per phase record
+        for rec in cols.records(cols.rows({"@batch", "@ddp"}),
+                                odd=lambda r: isinstance(r, list) and r[:1] == ["@ddp"]):
             if isinstance(rec, list) and len(rec) >= 4:
                 if rec[0] == "@batch" and isinstance(rec[3], int):
                     batches.append(rec[3])
