@@ -148,7 +148,8 @@ def split_columns(names: list, code: np.ndarray, start: np.ndarray, end: np.ndar
         order = np.lexsort((end[m], start[m]))
         return start[m][order], end[m][order]
 
-    train = np.isin(code, [i for i, n in enumerate(names) if n in ("forward", "backward")])
+    is_train = np.array([n in ("forward", "backward") for n in names] + [False])
+    train = is_train[code]
     return Split(intervals(host_of), intervals(gpu_of), marks, pairs(EVAL), pairs(GPU_PREFIX + EVAL),
                  np.sort(start[train]))
 
@@ -194,11 +195,16 @@ def eval_blocks_columns(evals, gpu_evals, train, bounds) -> list[tuple[int, int]
     return out
 
 
+BLOCK = 1 << 18   # windows partitioned at a time: the temporaries are a block's, whatever the run's length
+
+
 def attribute_columns(phase, start, end, a, b) -> np.ndarray:
     """steps.attribute for every window [a[i], b[i]) (ordered, not overlapping): an (n, len(ALL_PHASES)) array of
     ns. A window whose intervals neither overlap each other nor cross its edges gets each interval's length (the
     sweep could not decide otherwise); the rest (nesting, an interval over a boundary or an evaluation cut) go
-    through the sweep, fed only the intervals that overlap them."""
+    through the sweep, fed only the intervals that overlap them. BLOCK windows at a time, each with the
+    intervals that can reach it: a window taken for the sweep needlessly only costs time, never changes a
+    result."""
     n = len(a)
     out = np.zeros((n, len(ALL_PHASES)), dtype=np.int64)
     if n == 0:
@@ -207,42 +213,56 @@ def attribute_columns(phase, start, end, a, b) -> np.ndarray:
         order = np.argsort(start, kind="stable")
         start, end, phase = start[order], end[order], phase[order]
         del order
-    m = len(start)
+    if not len(start):
+        out[:, -1] = b - a
+        return out
+    max_end = np.maximum.accumulate(end)
+    for i0 in range(0, n, BLOCK):
+        i1 = min(n, i0 + BLOCK)
+        lo = int(np.searchsorted(max_end, a[i0], side="right"))   # before lo every interval ended by a[i0]
+        hi = int(np.searchsorted(start, b[i1 - 1], side="left"))  # from hi on all start at or after the block
+        _attribute_block(phase, start, end, max_end, lo, hi, a[i0:i1], b[i0:i1], out[i0:i1])
+    return out
+
+
+def _attribute_block(phase, start, end, max_end, lo, hi, a, b, out) -> None:
+    n = len(a)
+    s, e, ph = start[lo:hi], end[lo:hi], phase[lo:hi]
     complex_step = np.zeros(n, dtype=bool)
-    if m:   # (a million steps are several million intervals: temporaries are dropped as soon as they are used)
-        first = np.searchsorted(b, start, side="right")          # the window an interval starts in (or before)
-        simple = np.searchsorted(b, end, side="left") == first   # ... and the window its end falls in
+    if hi > lo:
+        first = np.searchsorted(b, s, side="right")              # the window an interval starts in (or before)
+        simple = np.searchsorted(b, e, side="left") == first      # ... and the window its end falls in
         inside = first < n
-        inside[inside] &= a[first[inside]] <= start[inside]       # not in a gap before the window (eval cut)
+        inside[inside] &= a[first[inside]] <= s[inside]           # not in a gap before the window (eval cut)
         simple &= inside
         del inside
-        max_end = np.maximum.accumulate(end)
-        simple[1:] &= start[1:] >= max_end[:-1]                  # overlaps no earlier interval
+        # overlaps no earlier interval (of the whole run: the running maximum of the ends before it)
+        before = max_end[lo - 1:hi - 1] if lo else np.concatenate([[np.iinfo(np.int64).min], max_end[:hi - 1]])
+        simple &= s >= before
+        del before
         # every window an unsimple interval touches takes the sweep
-        lo = np.minimum(first[~simple], n - 1)
-        hi = np.minimum(np.searchsorted(b, end[~simple], side="left"), n - 1)
+        lo_w = np.minimum(first[~simple], n - 1)
+        hi_w = np.minimum(np.searchsorted(b, e[~simple], side="left"), n - 1)
         marks = np.zeros(n + 1, dtype=np.int64)
-        np.add.at(marks, lo, 1)
-        np.add.at(marks, hi + 1, -1)
+        np.add.at(marks, lo_w, 1)
+        np.add.at(marks, hi_w + 1, -1)
         complex_step = np.cumsum(marks[:-1]) > 0
-        del lo, hi, marks
+        del lo_w, hi_w, marks
         # an interval that overlaps an earlier one: the earlier one's window is its window too (first == last)
         simple &= ~complex_step[np.minimum(first, n - 1)]
         k = len(PHASES)
-        sums = np.bincount(first[simple] * k + phase[simple], weights=end[simple] - start[simple], minlength=n * k)
+        sums = np.bincount(first[simple] * k + ph[simple], weights=e[simple] - s[simple], minlength=n * k)
         del first, simple
         out[:, :k] = sums.reshape(n, k).astype(np.int64)
-        del sums
     out[:, -1] = (b - a) - out[:, :-1].sum(axis=1)
     for i in np.flatnonzero(complex_step).tolist():
         ai, bi = int(a[i]), int(b[i])
-        lo = int(np.searchsorted(max_end, ai, side="right"))   # before lo every interval ended by ai
-        hi = int(np.searchsorted(start, bi, side="left"))      # from hi on every interval starts at or after bi
-        near = [(PHASES[p], s, e) for p, s, e in zip(phase[lo:hi].tolist(), start[lo:hi].tolist(),
-                                                      end[lo:hi].tolist()) if e > ai]
+        j0 = int(np.searchsorted(max_end, ai, side="right"))   # before j0 every interval ended by ai
+        j1 = int(np.searchsorted(start, bi, side="left"))      # from j1 on every interval starts at or after bi
+        near = [(PHASES[p], x, y) for p, x, y in zip(phase[j0:j1].tolist(), start[j0:j1].tolist(),
+                                                      end[j0:j1].tolist()) if y > ai]
         got = attribute(near, ai, bi)
         out[i] = [got[p] for p in ALL_PHASES]
-    return out
 
 
 def step_windows(bounds: np.ndarray, first: int, blocks: list) -> tuple[np.ndarray, np.ndarray]:
@@ -312,9 +332,10 @@ class StepColumns:
         for s in steps:
             names += [p for p in s.phases_ns if p not in names]
         n = len(steps)
-        phases = np.array([[s.phases_ns.get(p, 0) for p in names] for s in steps], dtype=np.int64).reshape(n, len(names))
-        return cls(np.array([s.index for s in steps], dtype=np.int64), np.array([s.start_ns for s in steps], dtype=np.int64),
-                   np.array([s.end_ns for s in steps], dtype=np.int64), phases,
+        phases = np.array([[s.phases_ns.get(p, 0) for p in names] for s in steps], dtype=np.int64)
+        i64 = np.int64
+        return cls(np.array([s.index for s in steps], dtype=i64), np.array([s.start_ns for s in steps], dtype=i64),
+                   np.array([s.end_ns for s in steps], dtype=i64), phases.reshape(n, len(names)),
                    np.array([bool(s.traced) for s in steps], dtype=bool), names)
 
     @property

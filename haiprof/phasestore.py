@@ -174,30 +174,62 @@ def read_chunks(path: Path) -> tuple[list, int]:
     return cols.records(), torn
 
 
+def _capacity(path: Path) -> tuple[int, int]:
+    """(rows, extras) the chunks' headers announce: the arrays read_columns fills, allocated once (a pass over
+    the headers only, the payloads skipped)."""
+    rows = extras = 0
+    try:
+        with open(path, "rb") as f:
+            while True:
+                head = f.read(HEAD.size)
+                if len(head) < HEAD.size:
+                    break
+                magic, hlen, plen, _ = HEAD.unpack(head)
+                header = f.read(hlen) if magic == MAGIC else b""
+                if len(header) < hlen or magic != MAGIC:
+                    break
+                try:
+                    h = json.loads(header)
+                    rows, extras = rows + int(h["n"]), extras + int(h["nx"])
+                except (ValueError, KeyError, TypeError):
+                    break
+                f.seek(plen, 1)
+    except OSError:
+        pass
+    return rows, extras
+
+
 def read_columns(path: Path) -> tuple["PhaseColumns", int]:
     """(columns, torn): read_chunks as numpy columns, one array per field for the whole file (a million steps are
-    ~100 MB of arrays, not ~2 GB of lists)."""
+    ~100 MB of arrays, not ~2 GB of lists), each allocated once and filled a chunk at a time."""
+    cap, xcap = _capacity(Path(path))
+    code = np.empty(cap, np.uint16)
+    start, end, xs = np.empty(cap, np.int64), np.empty(cap, np.int64), np.empty(xcap, np.int64)
+    nx = np.empty(cap, np.uint8)
     code_of: dict = {}
-    parts: list = []      # (code u16, start, end, nx, xs) per chunk
     odd: list = []        # (column rows before it, record)
-    rows = done = 0
+    rows = nxs = done = 0
     for header, payload, nbytes in _whole_chunks(Path(path)):
         try:
-            name, start, end, nx, xs = decode_arrays(header, payload)
+            c_name, c_start, c_end, c_nx, c_xs = decode_arrays(header, payload)
             lut = np.array([code_of.setdefault(x, len(code_of)) for x in header["names"]] or [0], dtype=np.uint16)
             extra = sorted(header["extra"], key=lambda x: x[0])
             places = [int(i) for i, _ in extra]
+            if rows + len(c_name) > cap or nxs + len(c_xs) > xcap:
+                raise ValueError("a chunk past what the headers announced")
         except (ValueError, KeyError, TypeError, IndexError, zlib.error):
             break   # a chunk that does not decode: everything from it on is skipped, as a torn one
         for k, (i, rec) in enumerate(extra):   # i: its place in the chunk, k: header records before it
             odd.append((rows + places[k] - k, rec))
-        parts.append((lut[name], start, end, nx, xs))
-        rows += len(name)
-        done += nbytes
-    cat = (lambda k, dt: np.concatenate([p[k] for p in parts]).astype(dt, copy=False) if parts
-           else np.zeros(0, dt))
-    return PhaseColumns(list(code_of), cat(0, np.uint16), cat(1, np.int64), cat(2, np.int64), cat(3, np.uint8),
-                        cat(4, np.int64), odd), _size(path) - done
+        n = len(c_name)
+        code[rows:rows + n], start[rows:rows + n], end[rows:rows + n] = lut[c_name], c_start, c_end
+        nx[rows:rows + n] = c_nx
+        xs[nxs:nxs + len(c_xs)] = c_xs
+        rows, nxs, done = rows + n, nxs + len(c_xs), done + nbytes
+    if rows < cap or nxs < xcap:   # a torn or corrupt chunk announced rows that were not read
+        code, start, end, nx, xs = code[:rows].copy(), start[:rows].copy(), end[:rows].copy(), nx[:rows].copy(), \
+            xs[:nxs].copy()
+    return PhaseColumns(list(code_of), code, start, end, nx, xs, odd), _size(path) - done
 
 
 class PhaseColumns:
@@ -241,22 +273,28 @@ class PhaseColumns:
 
     def rows(self, names) -> np.ndarray:
         """A mask of the column rows named one of `names`."""
-        return np.isin(self.code, self.codes(names))
+        pick = np.zeros(len(self.names) + 1, dtype=bool)   # per code: a lookup, no sort of the rows
+        pick[self.codes(names)] = True
+        return pick[self.code]
 
     def records(self, mask: np.ndarray | None = None, odd=lambda rec: True) -> list:
         """The records as lists, in their written order: the column rows where `mask` (all without one) and the
         odd records `odd(rec)` keeps."""
         idx = np.flatnonzero(mask) if mask is not None else np.arange(len(self.code))
-        xoff = np.concatenate([[0], np.cumsum(self.nx, dtype=np.int64)]) if len(self.xs) else None
         names = self.names
         code, start, end = self.code[idx].tolist(), self.start[idx].tolist(), self.end[idx].tolist()
-        out = []
-        if xoff is None:
+        if not len(self.xs):
             out = [[names[c], s, e] for c, s, e in zip(code, start, end)]
-        else:
-            xs, lo, hi = self.xs, xoff[idx].tolist(), xoff[idx + 1].tolist()
+        else:   # where each row's extras begin in xs, from the rows that have any (few: marks with values)
+            with_x = np.flatnonzero(self.nx)
+            begin = np.cumsum(self.nx[with_x], dtype=np.int64) - self.nx[with_x]
+            at = np.searchsorted(with_x, idx)
+            has = (at < len(with_x)) & (with_x[np.minimum(at, len(with_x) - 1)] == idx)
+            lo = np.where(has, begin[np.minimum(at, len(with_x) - 1)], 0)
+            hi = lo + np.where(has, self.nx[idx], 0)
+            xs = self.xs
             out = [[names[c], s, e, *xs[a:b].tolist()] if b > a else [names[c], s, e]
-                   for c, s, e, a, b in zip(code, start, end, lo, hi)]
+                   for c, s, e, a, b in zip(code, start, end, lo.tolist(), hi.tolist())]
         keep = [(at, rec) for at, rec in self.odd if odd(rec)]
         if not keep:
             return out

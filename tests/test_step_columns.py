@@ -3,6 +3,8 @@ swept on its own with steps.attribute over all the intervals (innermost wins, th
 blocks of steps.eval_blocks cut out, over random runs with nesting, intervals across step boundaries, eval
 passes, GPU spans, tracing windows and malformed intervals. Also: the columns read from phases.bin equal the
 records, and the report path (RunDir.read_phase_columns) keeps the order and the odd records."""
+import statistics
+
 import numpy as np
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
@@ -60,8 +62,17 @@ def runs(draw):
 @settings(max_examples=400, deadline=None, suppress_health_check=[HealthCheck.too_slow])
 @given(runs())
 def test_columns_equal_the_per_window_sweep(records):
-    steps, info = S.build_steps(records)
     want, source = reference(records)
+    for block in (C.BLOCK, 1, 2, 5):   # the partition in blocks of windows: the same steps
+        _check(records, want, source, block)
+
+
+def _check(records, want, source, block):
+    saved, C.BLOCK = C.BLOCK, block
+    try:
+        steps, info = S.build_steps(records)
+    finally:
+        C.BLOCK = saved
     assert info["boundary"] == source
     assert len(steps) == len(want)
     for i, (st_, (a, b, ph, traced)) in enumerate(zip(steps, want)):
@@ -94,6 +105,11 @@ def test_steady_statistics_over_columns_equal_the_lists():
         assert S.phase_share(a) == S.phase_share(b)
         assert S.step_time_stats(a) == S.step_time_stats(b)
         assert S.seconds_per_step(a) == S.seconds_per_step(b)
+        d = sorted(s.duration_ns / 1e9 for s in b)
+        stats = S.step_time_stats(a)
+        assert (stats["median"], stats["mean"], stats["min"], stats["max"]) == \
+            (statistics.median(d), statistics.fmean(d), d[0], d[-1])
+        assert stats["p90"] == d[round(0.9 * (len(d) - 1))]
 
 
 def test_columns_read_back_the_records(tmp_path):
