@@ -34,7 +34,9 @@ class RunData:
     run_dir: RunDir
     meta: dict
     summary: dict
-    steps: list = field(default_factory=list)          # analyzers.steps.Step, all of them (warm-up included)
+    # all the steps (warm-up included): analyzers.step_columns.StepColumns, .arrays() for charts (index,
+    # duration_ns, ns per phase, traced), or a list of Step where a caller built one
+    steps: list = field(default_factory=list)
     samples: dict = field(default_factory=dict)        # collector -> list of sample dicts
     status: dict = field(default_factory=dict)         # collector -> {"available", "reason"}
     timelines: dict = field(default_factory=dict)      # panel -> series, ready to plot
