@@ -323,6 +323,7 @@ class StepColumns:
     def __init__(self, index, start_ns, end_ns, phases, traced, names=ALL_PHASES):
         self.index, self.start_ns, self.end_ns = index, start_ns, end_ns
         self.phases, self.traced, self.names = phases, traced, tuple(names)
+        self.derived: dict = {}   # results computed from these steps (steady_steps), kept for the next caller
 
     @classmethod
     def empty(cls, names=ALL_PHASES) -> "StepColumns":

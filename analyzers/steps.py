@@ -137,6 +137,7 @@ def attribute_all(intervals: list, windows: list) -> list[dict]:
 def mark_traced(steps, windows: list) -> None:
     if isinstance(steps, StepColumns):
         steps.traced[:] = traced_mask(steps.start_ns, steps.end_ns, windows)
+        steps.derived.clear()
         return
     for s in steps:
         s.traced = any(s.end_ns > b and s.start_ns < e for b, e in windows)
@@ -183,10 +184,13 @@ def steady_steps(steps, warmup: int):
     nothing), without the slow start of a torch.compile run (leading steps longer than LEADING_SLOW x the
     median, as on the device timeline)."""
     if isinstance(steps, StepColumns):   # the same over columns: StepColumns in, StepColumns out
-        kept = steps[warmup:] if len(steps) > warmup + 1 else steps
-        untraced = kept.take(~kept.traced)
-        kept = untraced if len(untraced) >= MIN_UNTRACED else kept
-        return kept[leading_slow(kept.duration_ns):]
+        key = ("steady", warmup)   # asked for by several analyses: one copy of a long run's steps, not one each
+        if key not in steps.derived:
+            kept = steps[warmup:] if len(steps) > warmup + 1 else steps
+            untraced = kept.take(~kept.traced) if kept.traced.any() else kept
+            kept = untraced if len(untraced) >= MIN_UNTRACED else kept
+            steps.derived[key] = kept[leading_slow(kept.duration_ns):]
+        return steps.derived[key]
     kept = steps[warmup:] if len(steps) > warmup + 1 else steps
     untraced = [s for s in kept if not s.traced]
     kept = untraced if len(untraced) >= MIN_UNTRACED else kept
