@@ -7,6 +7,7 @@ phase, traced); it also reads as a sequence of Step for the few small consumers 
 """
 from __future__ import annotations
 
+import bisect
 from dataclasses import dataclass, field
 
 import numpy as np
@@ -69,9 +70,9 @@ def trace_windows(marks: list) -> list[tuple[int, float]]:
     begins = sorted(t for name, t in marks if name == TRACE_BEGIN)
     ends = sorted(t for name, t in marks if name == TRACE_END)
     out = []
-    for b in begins:
-        e = next((t for t in ends if t >= b), float("inf"))
-        out.append((b, e))
+    for b in begins:   # the first end at or after the begin (a bisection: a run of days holds many windows)
+        i = bisect.bisect_left(ends, b)
+        out.append((b, ends[i] if i < len(ends) else float("inf")))
     return out
 
 

@@ -27,13 +27,16 @@ def analyze(records: list, steps, run_path) -> list[dict]:
         before = [step for t, step in asked if t <= begin]
         name = f"trace-step{before[-1]}.json.gz" if before and (not out or before[-1] != out[-1]["asked_step"]) \
             else "trace.json.gz"
-        inside = np.flatnonzero(cols.traced & (cols.end_ns > begin) & (cols.start_ns < end))
+        # the steps are in order: the ones overlapping the window and the AROUND on each side are index ranges
+        lo = int(np.searchsorted(cols.end_ns, begin, side="right"))
+        hi = int(np.searchsorted(cols.start_ns, end, side="left"))
+        inside = lo + np.flatnonzero(cols.traced[lo:hi] & (cols.end_ns[lo:hi] > begin) & (cols.start_ns[lo:hi] < end))
         if not len(inside):
             continue
         first, last = int(cols.index[inside[0]]), int(cols.index[inside[-1]])
         idx = cols.index
-        near = np.flatnonzero(~cols.traced & (((first - AROUND <= idx) & (idx < first)) |
-                                               ((last < idx) & (idx <= last + AROUND))))
+        a, b = int(np.searchsorted(idx, first - AROUND)), int(np.searchsorted(idx, last + AROUND, side="right"))
+        near = a + np.flatnonzero(~cols.traced[a:b] & (idx[a:b] != idx[a:b].clip(first, last)))
         in_ms = statistics.fmean(cols.duration_ns[inside].tolist()) / 1e6
         around_ms = statistics.fmean(cols.duration_ns[near].tolist()) / 1e6 if len(near) else None
         out.append({"file": name if (run_path / name).is_file() else None, "asked_step": before[-1] if before and
