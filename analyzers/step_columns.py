@@ -285,10 +285,24 @@ def step_windows(bounds: np.ndarray, first: int, blocks: list) -> tuple[np.ndarr
 
 
 def traced_mask(start: np.ndarray, end: np.ndarray, windows: list) -> np.ndarray:
-    out = np.zeros(len(start), dtype=bool)
-    for wb, we in windows:
-        out |= (end > wb) & (start < we)
-    return out
+    """Per step: whether it overlaps one of the tracing windows (begin, end)."""
+    n = len(start)
+    if not windows or not n:
+        return np.zeros(n, dtype=bool)
+    if (np.diff(start) < 0).any() or (np.diff(end) < 0).any():   # steps out of order: window by window
+        out = np.zeros(n, dtype=bool)
+        for wb, we in windows:
+            out |= (end > wb) & (start < we)
+        return out
+    # steps in order: each window covers an index range (end past its begin .. start before its end)
+    big = np.iinfo(np.int64).max   # a window never closed ends at inf: int64 keeps the ns exact (no float)
+    lo = np.searchsorted(end, np.array([min(wb, big) for wb, _ in windows], dtype=np.int64), side="right")
+    hi = np.searchsorted(start, np.array([min(we, big) for _, we in windows], dtype=np.int64), side="left")
+    hi = np.maximum(hi, lo)
+    edges = np.zeros(n + 1, dtype=np.int64)
+    np.add.at(edges, lo, 1)
+    np.add.at(edges, hi, -1)
+    return np.cumsum(edges[:-1]) > 0
 
 
 def build_step_columns(split: Split) -> tuple["StepColumns", dict]:

@@ -130,3 +130,16 @@ def test_columns_read_back_the_records(tmp_path):
     # a time beyond int64 (no clock reads that) is no interval of the partition, and no crash
     split = C.split_columns(both.names, both.code, both.start, both.end, [("backward", 12, 2 ** 70)])
     assert len(split.host[0]) == 1 + 50 + 50   # the forwards and loader waits; the backwards were all out of range
+
+
+def test_times_past_float_precision_stay_exact():
+    """CLOCK_MONOTONIC after 104 days of uptime is past 2^53 ns: no float on the way (a window never closed ends
+    at inf), so one nanosecond still decides which step a window or an interval touches."""
+    t0 = 2 ** 60
+    recs = [("forward", t0, t0 + 10), ("@step", t0 + 10, t0 + 10), ("forward", t0 + 10, t0 + 20),
+            ("@step", t0 + 20, t0 + 20), ("@trace-begin", t0 + 20, t0 + 20), ("forward", t0 + 20, t0 + 31),
+            ("@step", t0 + 30, t0 + 30), ("@step", t0 + 40, t0 + 40)]
+    steps, _ = S.build_steps(recs)
+    want, _ = reference(recs)
+    assert [(s.start_ns, s.end_ns, s.phases_ns, s.traced) for s in steps] == want
+    assert [s.traced for s in steps] == [False, False, True, True]

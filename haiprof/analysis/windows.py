@@ -16,12 +16,14 @@ from haiprof.analyzers.steps import TRACE_BEGIN, TRACE_END, trace_windows
 
 WINDOW_MARK = "@trace-window"   # collectors/trace_requests.py
 AROUND = 20
+LAST_NS = np.iinfo(np.int64).max   # a window never closed ends at inf: as int64, the ns stay exact
 
 
 def analyze(records: list, steps, run_path) -> list[dict]:
     marks = [(r[0], r[1]) for r in records if r[0] in (TRACE_BEGIN, TRACE_END)]
     asked = sorted((r[1], r[3]) for r in records if r[0] == WINDOW_MARK and len(r) >= 4)
     cols = StepColumns.of(steps)
+    duration = cols.duration_ns
     out = []
     for begin, end in trace_windows(marks):
         before = [step for t, step in asked if t <= begin]
@@ -29,7 +31,7 @@ def analyze(records: list, steps, run_path) -> list[dict]:
             else "trace.json.gz"
         # the steps are in order: the ones overlapping the window and the AROUND on each side are index ranges
         lo = int(np.searchsorted(cols.end_ns, begin, side="right"))
-        hi = int(np.searchsorted(cols.start_ns, end, side="left"))
+        hi = int(np.searchsorted(cols.start_ns, min(end, LAST_NS), side="left"))   # never closed: to the end
         inside = lo + np.flatnonzero(cols.traced[lo:hi] & (cols.end_ns[lo:hi] > begin) & (cols.start_ns[lo:hi] < end))
         if not len(inside):
             continue
@@ -37,8 +39,8 @@ def analyze(records: list, steps, run_path) -> list[dict]:
         idx = cols.index
         a, b = int(np.searchsorted(idx, first - AROUND)), int(np.searchsorted(idx, last + AROUND, side="right"))
         near = a + np.flatnonzero(~cols.traced[a:b] & (idx[a:b] != idx[a:b].clip(first, last)))
-        in_ms = statistics.fmean(cols.duration_ns[inside].tolist()) / 1e6
-        around_ms = statistics.fmean(cols.duration_ns[near].tolist()) / 1e6 if len(near) else None
+        in_ms = statistics.fmean(duration[inside].tolist()) / 1e6
+        around_ms = statistics.fmean(duration[near].tolist()) / 1e6 if len(near) else None
         out.append({"file": name if (run_path / name).is_file() else None, "asked_step": before[-1] if before and
                     name != "trace.json.gz" else None, "first_step": first, "last_step": last,
                     "steps": len(inside), "step_ms": round(in_ms, 4),

@@ -62,7 +62,8 @@ def step_chart(steps, warmup: int, phases, traced=(), title: str = "Time per ste
               for p in phases if any(per_phase[p])]
     title += f" (mean of {bin_size} steps per bar)" if bin_size > 1 else ""
     totals = [sum(per_phase[p][i] for p in phases) for i in range(len(xs))]
-    steady = [t for x, t in zip(xs, totals) if x >= warmup and x not in set(traced)]
+    shaded = set(traced)
+    steady = [t for x, t in zip(xs, totals) if x >= warmup and x not in shaded]
     yaxis, notes = clip_outliers(xs, totals, steady, "ms")
     # warm-up and the op-level tracing window's steps (profiler overhead) are shaded: not in the statistics
     shapes = StepAxis.shapes(xs[0], xs[-1], warmup if n > warmup else 0, traced) if xs else []
