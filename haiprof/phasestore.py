@@ -277,6 +277,27 @@ class PhaseColumns:
         pick[self.codes(names)] = True
         return pick[self.code]
 
+    def _extras_of(self, idx: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
+        """Where the extras of rows `idx` begin and end in xs, from the rows that have any."""
+        with_x = np.flatnonzero(self.nx)
+        begin = np.cumsum(self.nx[with_x], dtype=np.int64) - self.nx[with_x]
+        at = np.minimum(np.searchsorted(with_x, idx), max(0, len(with_x) - 1))
+        has = (with_x[at] == idx) if len(with_x) else np.zeros(len(idx), dtype=bool)
+        lo = np.where(has, begin[at] if len(with_x) else 0, 0)
+        return lo, lo + np.where(has, self.nx[idx], 0)
+
+    def take(self, mask: np.ndarray) -> "PhaseColumns":
+        """The column rows `mask` selects, with their extras, as columns of their own (no odd records)."""
+        idx = np.flatnonzero(mask)
+        if len(self.xs):
+            lo, hi = self._extras_of(idx)
+            count = hi - lo
+            within = np.arange(int(count.sum())) - np.repeat(np.cumsum(count) - count, count)
+            xs = self.xs[np.repeat(lo, count) + within]
+        else:
+            xs = self.xs[:0]
+        return PhaseColumns(self.names, self.code[idx], self.start[idx], self.end[idx], self.nx[idx], xs, [])
+
     def records(self, mask: np.ndarray | None = None, odd=lambda rec: True) -> list:
         """The records as lists, in their written order: the column rows where `mask` (all without one) and the
         odd records `odd(rec)` keeps."""
@@ -285,13 +306,8 @@ class PhaseColumns:
         code, start, end = self.code[idx].tolist(), self.start[idx].tolist(), self.end[idx].tolist()
         if not len(self.xs):
             out = [[names[c], s, e] for c, s, e in zip(code, start, end)]
-        else:   # where each row's extras begin in xs, from the rows that have any (few: marks with values)
-            with_x = np.flatnonzero(self.nx)
-            begin = np.cumsum(self.nx[with_x], dtype=np.int64) - self.nx[with_x]
-            at = np.searchsorted(with_x, idx)
-            has = (at < len(with_x)) & (with_x[np.minimum(at, len(with_x) - 1)] == idx)
-            lo = np.where(has, begin[np.minimum(at, len(with_x) - 1)], 0)
-            hi = lo + np.where(has, self.nx[idx], 0)
+        else:
+            lo, hi = self._extras_of(idx)
             xs = self.xs
             out = [[names[c], s, e, *xs[a:b].tolist()] if b > a else [names[c], s, e]
                    for c, s, e, a, b in zip(code, start, end, lo.tolist(), hi.tolist())]

@@ -123,6 +123,8 @@ def test_columns_read_back_the_records(tmp_path):
     assert cols.records(cols.rows({"@mem", "dataloader"}), odd=lambda r: False) == \
         [r for r in recs if r[0] in ("@mem", "dataloader")]
     assert PhaseColumns.from_records(recs).records() == recs
+    waits = cols.take(cols.rows({"dataloader", "@mem"}))      # a subset as columns, extras along
+    assert waits.records() == [r for r in recs if r[0] in ("dataloader", "@mem")]
     # an older run's phases.jsonl and a phases.bin read together, the jsonl's records first
     (tmp_path / "phases.jsonl").write_text('["forward", 1, 2]\n["x"]\n')
     both = RunDir(tmp_path).read_phase_columns()

@@ -24,6 +24,9 @@ from . import whole_run, windows
 BULK_RECORDS = {*step_analysis.PRIORITY, *(step_analysis.GPU_PREFIX + p for p in step_analysis.PRIORITY),
                 step_analysis.EVAL, step_analysis.GPU_PREFIX + step_analysis.EVAL, step_analysis.STEP_MARK,
                 step_analysis.BACKWARD_MARK}
+# records with values, one a step, that no analysis here reads as lists: the DataLoader waits' thread CPU (the
+# io split asks for them only with an io finding), the batch sizes (the job's analysis reads them, ranks.py)
+PER_STEP_EXTRAS = {"dataloader", "@batch"}
 # findings judged from step shares: none below the verdict's MIN_STEPS measured steps
 MIN_STEPS_KINDS = {"io", "compute", "launch", "communication", "other", "energy"}
 
@@ -62,7 +65,8 @@ def analyze(run_dir: RunDir, extra_findings: list | None = None) -> RunData:
     # step_columns.py); the few other records (marks with values, records with extras) are lists
     split = step_columns.split_columns(cols.names, cols.code, cols.start, cols.end,
                                        list(iter_records(r for _, r in cols.odd)))
-    records = cols.records(~cols.rows(BULK_RECORDS) | (cols.nx > 0))
+    records = cols.records((~cols.rows(BULK_RECORDS) | (cols.nx > 0)) & ~cols.rows(PER_STEP_EXTRAS))
+    loader_waits = cols.take(cols.rows({"dataloader"}) & (cols.nx > 0))   # as lists only for an io finding
     del cols
     all_steps, step_info = step_analysis.build_steps((), split)     # StepColumns
     steady = step_analysis.steady_steps(all_steps, T.WARMUP_STEPS)
@@ -97,7 +101,9 @@ def analyze(run_dir: RunDir, extra_findings: list | None = None) -> RunData:
     # -- hardware collectors: GPU, links, NUMA, disks, energy; input-bound split (analysis/hardware.py) --
     origin = hw_analysis.timeline_origin(meta, samples, all_steps)   # one time origin for every chart
     hw = hw_analysis.analyze(records, all_steps, samples, status, meta, origin, None, split)
-    findings = hw_analysis.refine_io(findings, records, all_steps, samples, hw["summary"]["hardware"], meta)
+    io_records = loader_waits.records() + records if any(f.get("kind") == "io" for f in findings) else records
+    findings = hw_analysis.refine_io(findings, io_records, all_steps, samples, hw["summary"]["hardware"], meta)
+    del io_records, loader_waits
     findings += hw["findings"]
     neighbour = utilization.neighbour_finding(samples.get("system", []), T.HOST_SATURATED, T.NEIGHBOUR_CORES)
     findings += [neighbour] if neighbour else []
