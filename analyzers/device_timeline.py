@@ -96,7 +96,8 @@ def partition(gpu: list, host: list, a: int, b: int) -> tuple[dict, dict]:
 def device_steps(records, split: tuple | None = None) -> list[DeviceStep]:
     """One DeviceStep per host step whose device boundaries are known; [] when the run has no device spans."""
     records = records if isinstance(records, list) else list(records)
-    host, gpu, marks = split if split is not None else split_records(records)
+    columns = hasattr(split, "legacy")   # a step_columns.Split: its tuples for the sweeps below
+    host, gpu, marks = split.legacy() if columns else split if split is not None else split_records(records)
     if not gpu:
         return []
     step_marks = sorted(t for name, t in marks if name == STEP_MARK)
@@ -104,7 +105,8 @@ def device_steps(records, split: tuple | None = None) -> list[DeviceStep]:
     ends = gpu_marks if gpu_marks and len(gpu_marks) == len(step_marks) else _aligned_ends(host, gpu, step_marks)
     ends = _never_earlier(ends)
     windows = trace_windows(marks)
-    blocks = eval_blocks(records, step_marks)   # evaluation between steps is no step's time
+    # evaluation between steps is no step's time
+    blocks = split.eval_blocks(step_marks) if columns else eval_blocks(records, step_marks)
     out = []
     for k in range(1, len(step_marks)):
         a, b = ends[k - 1], ends[k]

@@ -21,7 +21,8 @@ import numpy as np
 
 from . import sharded_comm
 from . import thresholds as T
-from .steps import ALL_PHASES, Step, phase_share
+from .step_columns import StepColumns
+from .steps import ALL_PHASES, phase_share
 
 COMPUTE = ("forward", "backward", "optimizer")
 INPUT = ("dataloader", "h2d")
@@ -31,7 +32,7 @@ INPUT = ("dataloader", "h2d")
 class RankInput:
     rank: int
     meta: dict
-    steps: list                               # steady steps (warm-up excluded), analyzers.steps.Step
+    steps: list                               # steady steps (warm-up excluded): StepColumns or Steps
     all_steps: int = 0
     batch_numel: list = field(default_factory=list)
     ddp_stats: list = field(default_factory=list)   # the "@ddp" records' dicts, in order
@@ -43,14 +44,15 @@ class RankInput:
 def _dur(r: RankInput) -> np.ndarray:
     if r.table is not None:
         return np.asarray(r.table["duration_ns"], dtype=np.float64)
-    return np.array([s.duration_ns for s in r.steps], dtype=np.float64)
+    return StepColumns.of(r.steps).duration_ns.astype(np.float64)
 
 
 def _col(r: RankInput, phases) -> np.ndarray:
     """ns per step spent in `phases` (summed), from the table when there is one."""
     if r.table is not None:
         return np.sum([np.asarray(r.table[p], dtype=np.float64) for p in phases], axis=0)
-    return np.array([sum(s.phases_ns.get(p, 0) for p in phases) for s in r.steps], dtype=np.float64)
+    cols = StepColumns.of(r.steps)
+    return sum((cols.phase(p).astype(np.float64) for p in phases), np.zeros(len(cols)))
 
 
 def step_rows(r: RankInput) -> int:
@@ -201,7 +203,7 @@ def rank_rows(ranks: list[RankInput], expected: list[int], failures: dict,
                                         + (f" (exit code {exit_text(proc_exit)})" if fail else "")})
             continue
         m = r.meta
-        durs = [s.duration_ns / 1e9 for s in r.steps] if not r.stats else []
+        durs = (_dur(r) / 1e9).tolist() if not r.stats else []
         script_exit = m.get("exit_code")
         row = {"rank": rank, "host": m.get("host"), "node_rank": m.get("node_rank"),
                "local_rank": m.get("local_rank"), "pid": m.get("pid"), "source": r.source, "steps": r.all_steps,
@@ -246,8 +248,17 @@ def mean_share(ranks: list[RankInput]) -> dict:
     return {p: statistics.fmean(s[p] for s in shares) for p in ALL_PHASES}
 
 
-def pooled_steps(ranks: list[RankInput]) -> list[Step]:
-    return [s for r in ranks for s in r.steps]
+def pooled_steps(ranks: list[RankInput]) -> StepColumns:
+    cols = [StepColumns.of(r.steps) for r in ranks]
+    if not cols:
+        return StepColumns.empty()
+    names = list(ALL_PHASES)   # every rank's phase names, in one table
+    for c in cols:
+        names += [p for p in c.names if p not in names]
+    return StepColumns(*(np.concatenate([getattr(c, k) for c in cols]) for k in ("index", "start_ns", "end_ns")),
+                       np.concatenate([np.stack([c.phase(p) for p in names], axis=1) if len(c) else
+                                       np.zeros((0, len(names)), np.int64) for c in cols]),
+                       np.concatenate([c.traced for c in cols]), names)
 
 
 def pooled_stats(ranks: list[RankInput]) -> dict:

@@ -48,7 +48,8 @@ def phase_intervals(records, split: tuple | None = None) -> list[tuple[str, int,
     same as time's, analyzers/device_timeline.py): the GPU's spans are its busy time, and the host's phases only
     explain the gaps between them, so a DataLoader wait the GPU computed through is no energy spent waiting."""
     from .steps import split_records
-    host, gpu, _ = split if split is not None else split_records(records)
+    host, gpu, _ = split.legacy() if hasattr(split, "legacy") else split if split is not None else \
+        split_records(records)
     if not gpu:
         return host
     union: list[list[int]] = []

@@ -102,26 +102,23 @@ class Run:
     @property
     def steps(self):
         def build():
+            import numpy as np
             import pandas as pd
+
             from haiprof.analyzers import steps as step_analysis
             from haiprof.analyzers import thresholds as T
+            from haiprof.analyzers.step_columns import StepColumns
             data = self._analysis()
             warmup = int(data.summary.get("warmup_steps_excluded", 0) or 0)
-            kept = {id(st) for st in step_analysis.steady_steps(data.steps, T.WARMUP_STEPS)}
+            steps = StepColumns.of(data.steps)   # one column per field: a million steps are no million dicts
+            kept = StepColumns.of(step_analysis.steady_steps(data.steps, T.WARMUP_STEPS)).index
             t0 = self._t0_ns()
-            rows = []
-            for st in data.steps:
-                row = {"step": st.index, "start_s": (st.start_ns - t0) / 1e9, "end_s": (st.end_ns - t0) / 1e9,
-                       "duration_ms": st.duration_ns / 1e6}
-                for p in ALL_PHASES:
-                    row[f"{p}_ms"] = st.phases_ns.get(p, 0) / 1e6
-                row["warmup"] = st.index < warmup
-                row["traced"] = bool(getattr(st, "traced", False))
-                row["in_stats"] = id(st) in kept
-                rows.append(row)
-            cols = ["step", "start_s", "end_s", "duration_ms", *(f"{p}_ms" for p in ALL_PHASES), "warmup",
-                    "traced", "in_stats"]
-            return pd.DataFrame(rows, columns=cols)
+            table = {"step": steps.index, "start_s": (steps.start_ns - t0) / 1e9, "end_s": (steps.end_ns - t0) / 1e9,
+                     "duration_ms": steps.duration_ns / 1e6}
+            for p in ALL_PHASES:
+                table[f"{p}_ms"] = steps.phase(p) / 1e6
+            table.update(warmup=steps.index < warmup, traced=steps.traced.copy(), in_stats=np.isin(steps.index, kept))
+            return pd.DataFrame(table)
         return self._cached("steps", build)
 
     @property

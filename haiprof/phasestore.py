@@ -99,11 +99,11 @@ def _encode(records: list, strict: bool) -> bytes:
     return HEAD.pack(MAGIC, len(header), len(payload), crc) + header + payload
 
 
-def decode_chunk(header: dict, payload: bytes) -> list:
-    """The chunk's records, in their original order, as lists."""
+def decode_arrays(header: dict, payload: bytes) -> tuple:
+    """The chunk's column rows as numpy arrays (name code, start, end, extras count, extras), without the
+    header's "extra" records: (name u8, start i64, end i64, nx u8, xs i64)."""
     n = header["n"]
     raw = zlib.decompress(payload)
-    names = header["names"]
     o = 0
     name = np.frombuffer(raw, dtype=np.uint8, count=n, offset=o)
     o += n
@@ -113,8 +113,16 @@ def decode_chunk(header: dict, payload: bytes) -> list:
     o += 8 * n
     nx = np.frombuffer(raw, dtype=np.uint8, count=n, offset=o)
     o += n
-    xs = _unshuffle(raw[o:], header["nx"]).tolist() if header["nx"] else []
-    end = (start + dur).tolist()
+    xs = _unshuffle(raw[o:], header["nx"]) if header["nx"] else np.zeros(0, np.int64)
+    return name, start, start + dur, nx, xs
+
+
+def decode_chunk(header: dict, payload: bytes) -> list:
+    """The chunk's records, in their original order, as lists."""
+    names = header["names"]
+    name, start, end, nx, xs = decode_arrays(header, payload)
+    xs = xs.tolist()
+    end = end.tolist()
     start = start.tolist()
     label = [names[i] for i in name.tolist()]
     rows, k = [], 0
@@ -129,25 +137,190 @@ def decode_chunk(header: dict, payload: bytes) -> list:
     return rows
 
 
+def _whole_chunks(path: Path):
+    """(header, payload, bytes) of every whole chunk in order, read a chunk at a time (memory is one chunk's); it
+    stops at a trailing chunk cut or corrupted (killed mid-write)."""
+    try:
+        f = open(path, "rb")
+    except FileNotFoundError:
+        return
+    with f:
+        while True:
+            head = f.read(HEAD.size)
+            if len(head) < HEAD.size:
+                return
+            magic, hlen, plen, crc = HEAD.unpack(head)
+            body = f.read(hlen + plen) if magic == MAGIC else b""
+            if magic != MAGIC or len(body) < hlen + plen or zlib.crc32(body) != crc:
+                return
+            try:
+                header = json.loads(body[:hlen])
+            except ValueError:
+                return
+            yield header, body[hlen:], HEAD.size + hlen + plen
+
+
+def _size(path: Path) -> int:
+    try:
+        return Path(path).stat().st_size
+    except OSError:
+        return 0
+
+
 def read_chunks(path: Path) -> tuple[list, int]:
     """(records, torn): every whole chunk's records in order; `torn` counts the bytes of a trailing chunk that was
     cut or corrupted (killed mid-write), which are skipped."""
+    cols, torn = read_columns(path)
+    return cols.records(), torn
+
+
+def _capacity(path: Path) -> tuple[int, int]:
+    """(rows, extras) the chunks' headers announce: the arrays read_columns fills, allocated once (a pass over
+    the headers only, the payloads skipped)."""
+    rows = extras = 0
     try:
-        data = Path(path).read_bytes()
-    except FileNotFoundError:
-        return [], 0
-    out, o = [], 0
-    while o + HEAD.size <= len(data):
-        magic, hlen, plen, crc = HEAD.unpack_from(data, o)
-        body = data[o + HEAD.size:o + HEAD.size + hlen + plen]
-        if magic != MAGIC or len(body) < hlen + plen or zlib.crc32(body) != crc:
-            break
+        with open(path, "rb") as f:
+            while True:
+                head = f.read(HEAD.size)
+                if len(head) < HEAD.size:
+                    break
+                magic, hlen, plen, _ = HEAD.unpack(head)
+                header = f.read(hlen) if magic == MAGIC else b""
+                if len(header) < hlen or magic != MAGIC:
+                    break
+                try:
+                    h = json.loads(header)
+                    rows, extras = rows + int(h["n"]), extras + int(h["nx"])
+                except (ValueError, KeyError, TypeError):
+                    break
+                f.seek(plen, 1)
+    except OSError:
+        pass
+    return rows, extras
+
+
+def read_columns(path: Path) -> tuple["PhaseColumns", int]:
+    """(columns, torn): read_chunks as numpy columns, one array per field for the whole file (a million steps are
+    ~100 MB of arrays, not ~2 GB of lists), each allocated once and filled a chunk at a time."""
+    cap, xcap = _capacity(Path(path))
+    code = np.empty(cap, np.uint16)
+    start, end, xs = np.empty(cap, np.int64), np.empty(cap, np.int64), np.empty(xcap, np.int64)
+    nx = np.empty(cap, np.uint8)
+    code_of: dict = {}
+    odd: list = []        # (column rows before it, record)
+    rows = nxs = done = 0
+    for header, payload, nbytes in _whole_chunks(Path(path)):
         try:
-            out.extend(decode_chunk(json.loads(body[:hlen]), body[hlen:]))
-        except (ValueError, KeyError, TypeError, zlib.error):
-            break
-        o += HEAD.size + hlen + plen
-    return out, len(data) - o
+            c_name, c_start, c_end, c_nx, c_xs = decode_arrays(header, payload)
+            lut = np.array([code_of.setdefault(x, len(code_of)) for x in header["names"]] or [0], dtype=np.uint16)
+            extra = sorted(header["extra"], key=lambda x: x[0])
+            places = [int(i) for i, _ in extra]
+            if rows + len(c_name) > cap or nxs + len(c_xs) > xcap:
+                raise ValueError("a chunk past what the headers announced")
+        except (ValueError, KeyError, TypeError, IndexError, zlib.error):
+            break   # a chunk that does not decode: everything from it on is skipped, as a torn one
+        for k, (i, rec) in enumerate(extra):   # i: its place in the chunk, k: header records before it
+            odd.append((rows + places[k] - k, rec))
+        n = len(c_name)
+        code[rows:rows + n], start[rows:rows + n], end[rows:rows + n] = lut[c_name], c_start, c_end
+        nx[rows:rows + n] = c_nx
+        xs[nxs:nxs + len(c_xs)] = c_xs
+        rows, nxs, done = rows + n, nxs + len(c_xs), done + nbytes
+    if rows < cap or nxs < xcap:   # a torn or corrupt chunk announced rows that were not read
+        code, start, end, nx, xs = code[:rows].copy(), start[:rows].copy(), end[:rows].copy(), nx[:rows].copy(), \
+            xs[:nxs].copy()
+    return PhaseColumns(list(code_of), code, start, end, nx, xs, odd), _size(path) - done
+
+
+class PhaseColumns:
+    """A run's phase records as columns: `names[code[i]]`, `start[i]`, `end[i]` for the records the chunks hold
+    as columns, their integer extras (`nx[i]` of them, flat in `xs`), and the records of any other shape
+    (`odd`: (column rows before it, record)), in the order they were written."""
+
+    def __init__(self, names, code, start, end, nx, xs, odd):
+        self.names, self.code, self.start, self.end, self.nx, self.xs, self.odd = \
+            names, code, start, end, nx, xs, odd
+
+    @classmethod
+    def from_records(cls, records: list) -> "PhaseColumns":
+        """Columns of a list of records (phases.jsonl of older runs), through the chunk encoder."""
+        header_payload = encode_chunk(records)
+        if not header_payload:
+            return cls([], *(np.zeros(0, t) for t in (np.uint16, np.int64, np.int64, np.uint8, np.int64)), [])
+        _, hlen, _, _ = HEAD.unpack_from(header_payload)
+        header = json.loads(header_payload[HEAD.size:HEAD.size + hlen])
+        name, start, end, nx, xs = decode_arrays(header, header_payload[HEAD.size + hlen:])
+        extra = sorted(header["extra"], key=lambda x: x[0])
+        odd = [(int(i) - k, rec) for k, (i, rec) in enumerate(extra)]
+        return cls(list(header["names"]), name.astype(np.uint16), start, end, nx, xs, odd)
+
+    def __len__(self) -> int:
+        return len(self.code) + len(self.odd)
+
+    def concat(self, other: "PhaseColumns") -> "PhaseColumns":
+        """These records, then `other`'s."""
+        index = {x: i for i, x in enumerate(self.names)}
+        lut = np.array([index.setdefault(x, len(index)) for x in other.names] or [0], dtype=np.uint16)
+        rows = len(self.code)
+        return PhaseColumns(list(index), np.concatenate([self.code, lut[other.code]]),
+                            np.concatenate([self.start, other.start]), np.concatenate([self.end, other.end]),
+                            np.concatenate([self.nx, other.nx]), np.concatenate([self.xs, other.xs]),
+                            self.odd + [(at + rows, r) for at, r in other.odd])
+
+    def codes(self, names) -> np.ndarray:
+        """The codes of those of `names` this run has."""
+        return np.array([i for i, x in enumerate(self.names) if x in names], dtype=np.uint16)
+
+    def rows(self, names) -> np.ndarray:
+        """A mask of the column rows named one of `names`."""
+        pick = np.zeros(len(self.names) + 1, dtype=bool)   # per code: a lookup, no sort of the rows
+        pick[self.codes(names)] = True
+        return pick[self.code]
+
+    def _extras_of(self, idx: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
+        """Where the extras of rows `idx` begin and end in xs, from the rows that have any."""
+        with_x = np.flatnonzero(self.nx)
+        begin = np.cumsum(self.nx[with_x], dtype=np.int64) - self.nx[with_x]
+        at = np.minimum(np.searchsorted(with_x, idx), max(0, len(with_x) - 1))
+        has = (with_x[at] == idx) if len(with_x) else np.zeros(len(idx), dtype=bool)
+        lo = np.where(has, begin[at] if len(with_x) else 0, 0)
+        return lo, lo + np.where(has, self.nx[idx], 0)
+
+    def take(self, mask: np.ndarray) -> "PhaseColumns":
+        """The column rows `mask` selects, with their extras, as columns of their own (no odd records)."""
+        idx = np.flatnonzero(mask)
+        if len(self.xs):
+            lo, hi = self._extras_of(idx)
+            count = hi - lo
+            within = np.arange(int(count.sum())) - np.repeat(np.cumsum(count) - count, count)
+            xs = self.xs[np.repeat(lo, count) + within]
+        else:
+            xs = self.xs[:0]
+        return PhaseColumns(self.names, self.code[idx], self.start[idx], self.end[idx], self.nx[idx], xs, [])
+
+    def records(self, mask: np.ndarray | None = None, odd=lambda rec: True) -> list:
+        """The records as lists, in their written order: the column rows where `mask` (all without one) and the
+        odd records `odd(rec)` keeps."""
+        idx = np.flatnonzero(mask) if mask is not None else np.arange(len(self.code))
+        names = self.names
+        code, start, end = self.code[idx].tolist(), self.start[idx].tolist(), self.end[idx].tolist()
+        if not len(self.xs):
+            out = [[names[c], s, e] for c, s, e in zip(code, start, end)]
+        else:
+            lo, hi = self._extras_of(idx)
+            xs = self.xs
+            out = [[names[c], s, e, *xs[a:b].tolist()] if b > a else [names[c], s, e]
+                   for c, s, e, a, b in zip(code, start, end, lo.tolist(), hi.tolist())]
+        keep = [(at, rec) for at, rec in self.odd if odd(rec)]
+        if not keep:
+            return out
+        before = np.searchsorted(idx, [at for at, _ in keep], side="left").tolist()   # selected rows before each
+        merged, j = [], 0
+        for (_, rec), b in zip(keep, before):
+            merged += out[j:b]
+            merged.append(rec)
+            j = b
+        return merged + out[j:]
 
 
 class Chunk:

@@ -24,7 +24,7 @@ from pathlib import Path
 from typing import Any, Callable, Iterable
 
 from .errors import say
-from .phasestore import encode_chunk, read_chunks
+from .phasestore import PhaseColumns, encode_chunk, read_chunks, read_columns
 
 SCHEMA_VERSION = 1
 PHASES = ("dataloader", "h2d", "forward", "backward", "optimizer", "allreduce")
@@ -35,6 +35,7 @@ BACKWARD_MARK = "@backward"
 META = "meta.json"
 PHASES_FILE = "phases.jsonl"                  # runs before the chunked store, and `haiprof analyze`'s runs
 PHASES_BIN = "phases.bin"                     # the phase records of a run (haiprof/phasestore.py)
+MAX_SAMPLES = 20_000   # per collector, read back (read_samples): about 3 hours at the default interval
 STATUS_FILE = "status.jsonl"
 SUMMARY = "summary.json"
 REPORT = "report.html"
@@ -130,12 +131,19 @@ def clean_samples(records: list) -> tuple[list, int]:
     return good, len(records) - len(good)
 
 
-def read_jsonl(path: Path) -> list:
-    """Read a JSONL file; a torn last line (process killed mid-write) is skipped, not fatal."""
+def read_jsonl(path: Path, at_most: int | None = None) -> list:
+    """Read a JSONL file; a torn last line (process killed mid-write) is skipped, not fatal. `at_most`: a file
+    of more lines is read as every k-th line (the first and the last kept), at most about that many."""
     out = []
+    stride, last = 1, -1
+    if at_most:
+        lines = _count_lines(path)
+        stride, last = max(1, -(-lines // at_most)), lines - 1
     try:
         with open(path, "r", encoding="utf-8", errors="replace") as f:
-            for line in f:
+            for i, line in enumerate(f):
+                if stride > 1 and i % stride and i != last:
+                    continue
                 line = line.strip()
                 if not line:
                     continue
@@ -146,6 +154,17 @@ def read_jsonl(path: Path) -> list:
     except FileNotFoundError:
         pass
     return out
+
+
+def _count_lines(path: Path) -> int:
+    n = 0
+    try:
+        with open(path, "rb") as f:
+            for block in iter(lambda: f.read(1 << 20), b""):
+                n += block.count(b"\n")
+    except OSError:
+        return 0
+    return n
 
 
 class JsonlAppender:
@@ -405,8 +424,30 @@ class RunDir:
             good += ok
         return good
 
+    def read_phase_columns(self) -> PhaseColumns:
+        """read_phase_records as numpy columns (haiprof/phasestore.py), the malformed records left out with the
+        same warnings: what the analysis of a long run reads."""
+        cols, torn = read_columns(self.path / PHASES_BIN)
+        if torn:
+            self.warn_malformed(PHASES_BIN, f"the last {torn} byte(s) are a chunk cut short (the run was killed "
+                                            "while writing it): skipped")
+        odd = [(at, r) for at, r in cols.odd if phase_record_ok(r)]
+        legacy = read_jsonl(self.path / PHASES_FILE)
+        ok = [r for r in legacy if phase_record_ok(r)]
+        for name, n_bad in ((PHASES_FILE, len(legacy) - len(ok)), (PHASES_BIN, len(cols.odd) - len(odd))):
+            if n_bad:
+                self.warn_malformed(name, f"{n_bad} malformed record(s) skipped")
+        cols.odd = odd
+        if not ok:
+            return cols
+        old = PhaseColumns.from_records(ok)
+        return old if not len(cols) else old.concat(cols)
+
     def read_samples(self, collector: str) -> list:
-        good, bad = clean_samples(read_jsonl(self.samples_file(collector)))
+        """A collector's samples; a run of days (a sample every 0.5 s is ~170,000 a day) is read as every k-th
+        sample, first and last kept, at most MAX_SAMPLES: the report's analyses and charts need the trend and the
+        averages, and memory stays bounded however long the run."""
+        good, bad = clean_samples(read_jsonl(self.samples_file(collector), MAX_SAMPLES))
         if bad:
             self.warn_malformed(f"{SAMPLES_DIR}/{collector}.jsonl", f"{bad} malformed record(s) skipped")
         return good

@@ -10,7 +10,7 @@ from haiprof.analyzers.steps import Step
 
 def analyze(records, op_trace: dict | None, split: tuple | None = None) -> dict | None:
     """{"phase_share", "steady_s", "findings", "summary"} on the device timeline; None without device spans."""
-    if split is not None and not split[1]:
+    if split is not None and not (split.has_gpu if hasattr(split, "has_gpu") else split[1]):
         return None   # no device spans: a CPU run
     steps = D.device_steps(records, split)
     if not steps:

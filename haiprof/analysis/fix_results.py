@@ -12,6 +12,7 @@ from haiprof.analyzers import thresholds as T
 from haiprof.analyzers import conditions
 from haiprof.analyzers.compare import compare_summaries, step_distribution, step_time, text_lines
 from haiprof.analyzers.loss_guard import compare_losses
+from haiprof.analyzers.step_columns import split_columns
 from haiprof.analyzers.steps import build_steps
 
 from ..rundir import RunDir, iter_records
@@ -54,10 +55,13 @@ def step_durations(run_dir: RunDir, summary: dict) -> list[float]:
     if per:
         return [x["duration_s"] for x in per[T.WARMUP_STEPS:] if not x.get("traced")]
     try:
-        steps, _ = build_steps(iter_records(run_dir.read_phase_records()))
+        cols = run_dir.read_phase_columns()   # columns: a long baseline is no list per record
+        steps, _ = build_steps((), split_columns(cols.names, cols.code, cols.start, cols.end,
+                                                 list(iter_records(r for _, r in cols.odd))))
     except (OSError, ValueError):
         return []
-    return [st.duration_ns / 1e9 for st in steps[T.WARMUP_STEPS:] if not st.traced]
+    kept = steps[T.WARMUP_STEPS:]
+    return (kept.duration_ns[~kept.traced] / 1e9).tolist()
 
 
 def before_after(a: RunDir, sa: dict, b: RunDir, sb: dict) -> dict:

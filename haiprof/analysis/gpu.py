@@ -8,6 +8,7 @@ import json
 
 from haiprof.analyzers import actions
 from haiprof.analyzers import gpu_kernels as G
+from haiprof.analyzers.step_columns import StepColumns
 
 from ..rundir import RunDir
 
@@ -44,7 +45,7 @@ def analyze(run_dir: RunDir, records: list, steps: list, hardware: dict | None, 
     traced_steps = ((op_trace or {}).get("gpu") or {}).get("steps")
     gpu = G.summarize(events, traced_steps) if events else None
     capacity = _capacity(trace, hardware)
-    memory = G.memory_per_step(records, [st.end_ns for st in steps], capacity)
+    memory = G.memory_per_step(records, StepColumns.of(steps).end_ns.tolist(), capacity)
     findings = []
     if memory:
         f = G.memory_finding(memory["peak_reserved_bytes"], capacity, "peak reserved by PyTorch's allocator")

@@ -23,6 +23,7 @@ import numpy as np
 
 from haiprof.analyzers import steps as step_analysis
 from haiprof.analyzers import thresholds as T
+from haiprof.analyzers.step_columns import StepColumns
 from haiprof.analyzers.steps import ALL_PHASES, Step
 
 from ..rundir import DIGEST_FILES, REPORT, STEPS_FILE, SUMMARY, RunDir
@@ -35,22 +36,24 @@ MAX_DDP_RECORDS = 256              # DDP's running averages: consecutive distinc
 COLUMNS = ("duration_ns", *ALL_PHASES, "device_busy_ns", "device_idle_ns", "first_step", "steps")
 
 
-def step_table(steady: list, device_steps: list | None = None) -> dict:
+def step_table(steady, device_steps=None) -> dict:
     """Column arrays, one row per steady step, or per bucket of ceil(n / MAX_ROWS) steps (their mean)."""
-    n = len(steady)
+    st = StepColumns.of(steady)   # arrays: a rank of a million steps builds no Step per step
+    n = len(st)
     cols = {c: np.zeros(n, dtype=np.float64) for c in COLUMNS}
-    dev = {s.index: s for s in device_steps or []}
-    for i, s in enumerate(steady):
-        cols["duration_ns"][i] = s.duration_ns
-        for p in ALL_PHASES:
-            cols[p][i] = s.phases_ns.get(p, 0)
-        d = dev.get(s.index)
-        if d is not None:   # device partition: "idle:*" keys are the device waiting, the rest it working
-            idle = sum(v for k, v in d.phases_ns.items() if k.startswith("idle:"))
-            cols["device_idle_ns"][i] = idle
-            cols["device_busy_ns"][i] = sum(d.phases_ns.values()) - idle
-        cols["first_step"][i] = s.index
-        cols["steps"][i] = 1
+    cols["duration_ns"] = st.duration_ns.astype(np.float64)
+    for p in ALL_PHASES:
+        cols[p] = st.phase(p).astype(np.float64)
+    cols["first_step"] = st.index.astype(np.float64)
+    cols["steps"] = np.ones(n, dtype=np.float64)
+    if device_steps:   # device partition: "idle:*" keys are the device waiting, the rest it working
+        row = {int(k): i for i, k in enumerate(st.index.tolist())}
+        for d in device_steps:
+            i = row.get(d.index)
+            if i is not None:
+                idle = sum(v for k, v in d.phases_ns.items() if k.startswith("idle:"))
+                cols["device_idle_ns"][i] = idle
+                cols["device_busy_ns"][i] = sum(d.phases_ns.values()) - idle
     size = -(-n // MAX_ROWS) if n > MAX_ROWS else 1
     if size > 1:
         edges = np.arange(0, n, size)
@@ -102,7 +105,7 @@ def _rank_records(records) -> tuple[list, list]:
 
 def digest_section(data, steady: list, records) -> dict:
     batches, ddp = _rank_records(records)
-    durs = sorted(s.duration_ns / 1e9 for s in steady)
+    durs = np.sort(StepColumns.of(steady).duration_ns / 1e9).tolist()
     meta = data.meta
     return {"analysis_version": ANALYSIS_VERSION, "columns": list(COLUMNS), "rank": meta.get("rank"), "host": meta.get("host"),
             "dir": meta.get("run_dir"), "steps": len(data.steps), "steady_steps": len(steady),
@@ -119,7 +122,9 @@ def write(run_dir: RunDir):
     data = analyze(run_dir)
     steady = step_analysis.steady_steps(data.steps, T.WARMUP_STEPS)
     table = step_table(steady, data.device_steps)
-    data.summary["rank_digest"] = digest_section(data, steady, run_dir.read_phase_records())
+    cols = run_dir.read_phase_columns()   # the batch sizes and sync statistics only: no list per phase record
+    records = cols.records(cols.rows({"@batch", "@ddp"}), odd=lambda r: isinstance(r, list) and r[:1] == ["@ddp"])
+    data.summary["rank_digest"] = digest_section(data, steady, records)
     data.summary["rank_digest"]["device"] = bool(data.device_steps)
     (run_dir.path / STEPS_FILE).write_bytes(pack(table))
     run_dir.write_summary(data.summary)   # last: its time stamp says the digest is complete

@@ -6,6 +6,9 @@ from __future__ import annotations
 
 from dataclasses import dataclass, field
 
+import numpy as np
+
+from haiprof.analyzers import step_columns
 from haiprof.analyzers import steps as step_analysis
 from haiprof.analyzers import thresholds as T
 from haiprof.analyzers import conditions, h2d, utilization, verdict
@@ -17,6 +20,13 @@ from . import hardware as hw_analysis
 from . import whole_run, windows
 
 
+# phase intervals and step marks, one or more a step: analysed as columns, never turned into lists
+BULK_RECORDS = {*step_analysis.PRIORITY, *(step_analysis.GPU_PREFIX + p for p in step_analysis.PRIORITY),
+                step_analysis.EVAL, step_analysis.GPU_PREFIX + step_analysis.EVAL, step_analysis.STEP_MARK,
+                step_analysis.BACKWARD_MARK}
+# records with values, one a step, that no analysis here reads as lists: the DataLoader waits' thread CPU (the
+# io split asks for them only with an io finding), the batch sizes (the job's analysis reads them, ranks.py)
+PER_STEP_EXTRAS = {"dataloader", "@batch"}
 # findings judged from step shares: none below the verdict's MIN_STEPS measured steps
 MIN_STEPS_KINDS = {"io", "compute", "launch", "communication", "other", "energy"}
 
@@ -27,7 +37,9 @@ class RunData:
     run_dir: RunDir
     meta: dict
     summary: dict
-    steps: list = field(default_factory=list)          # analyzers.steps.Step, all of them (warm-up included)
+    # all the steps (warm-up included): analyzers.step_columns.StepColumns, .arrays() for charts (index,
+    # duration_ns, ns per phase, traced), or a list of Step where a caller built one
+    steps: list = field(default_factory=list)
     samples: dict = field(default_factory=dict)        # collector -> list of sample dicts
     status: dict = field(default_factory=dict)         # collector -> {"available", "reason"}
     timelines: dict = field(default_factory=dict)      # panel -> series, ready to plot
@@ -49,16 +61,19 @@ def _trace_results(run_dir: RunDir) -> dict:
 
 def analyze(run_dir: RunDir, extra_findings: list | None = None) -> RunData:
     meta = run_dir.read_meta()
-    records = run_dir.read_phase_records()
-    # one validated list and one split for every analysis (a million-step run's records are walked once)
-    valid = list(iter_records(records))
-    split = step_analysis.split_records(valid)
-    all_steps, step_info = step_analysis.build_steps(valid, split)
+    cols = run_dir.read_phase_columns()
+    # the phase intervals and step marks stay numpy columns, split once for every analysis (analyzers/
+    # step_columns.py); the few other records (marks with values, records with extras) are lists
+    split = step_columns.split_columns(cols.names, cols.code, cols.start, cols.end,
+                                       list(iter_records(r for _, r in cols.odd)))
+    records = cols.records((~cols.rows(BULK_RECORDS) | (cols.nx > 0)) & ~cols.rows(PER_STEP_EXTRAS))
+    loader_waits = cols.take(cols.rows({"dataloader"}) & (cols.nx > 0))   # as lists only for an io finding
+    del cols
+    all_steps, step_info = step_analysis.build_steps((), split)     # StepColumns
     steady = step_analysis.steady_steps(all_steps, T.WARMUP_STEPS)
     share = step_analysis.phase_share(steady)
     stats = step_analysis.step_time_stats(steady)
-    kept = {id(st) for st in steady}
-    traced_excluded = sum(1 for st in all_steps if st.traced and id(st) not in kept)
+    traced_excluded = int((all_steps.traced & ~np.isin(all_steps.index, steady.index)).sum())
     n = len(all_steps)
     stats["steady"] = step_analysis.seconds_per_step(steady)
     findings = verdict.phase_findings(share, len(steady), stats["median"], stats["steady"]) if n else []
@@ -66,7 +81,7 @@ def analyze(run_dir: RunDir, extra_findings: list | None = None) -> RunData:
     trace_findings = op_trace.pop("findings", []) if op_trace else []
     # CUDA runs: the device timeline decides shares, step time and verdict (haiprof/device_analysis.py); the
     # trace's launch statistics stay as evidence (its kernel time per step sets the kernel density).
-    device = device_analysis.analyze(valid, op_trace, split) if n else None
+    device = device_analysis.analyze(records, op_trace, split) if n else None
     if device is not None:
         share, stats["steady"], findings = device["phase_share"], device["steady_s"], device["findings"]
         findings += [f for f in trace_findings if f.get("kind") != "launch"]
@@ -86,8 +101,10 @@ def analyze(run_dir: RunDir, extra_findings: list | None = None) -> RunData:
     status = run_dir.read_status()
     # -- hardware collectors: GPU, links, NUMA, disks, energy; input-bound split (analysis/hardware.py) --
     origin = hw_analysis.timeline_origin(meta, samples, all_steps)   # one time origin for every chart
-    hw = hw_analysis.analyze(records, all_steps, samples, status, meta, origin, valid, split)
-    findings = hw_analysis.refine_io(findings, records, all_steps, samples, hw["summary"]["hardware"], meta)
+    hw = hw_analysis.analyze(records, all_steps, samples, status, meta, origin, None, split)
+    io_records = loader_waits.records() + records if any(f.get("kind") == "io" for f in findings) else records
+    findings = hw_analysis.refine_io(findings, io_records, all_steps, samples, hw["summary"]["hardware"], meta)
+    del io_records, loader_waits
     findings += hw["findings"]
     neighbour = utilization.neighbour_finding(samples.get("system", []), T.HOST_SATURATED, T.NEIGHBOUR_CORES)
     findings += [neighbour] if neighbour else []
@@ -115,7 +132,7 @@ def analyze(run_dir: RunDir, extra_findings: list | None = None) -> RunData:
         "steps_measured": measured,      # what the verdict counts (fewer than 3: bottleneck none)
         "warmup_steps_excluded": n - len(steady) - traced_excluded,
         "traced_steps_excluded": traced_excluded,     # steps the profiler window touched
-        "traced_steps_included": any(st.traced for st in steady),   # nothing else was left to measure
+        "traced_steps_included": bool(steady.traced.any()),   # nothing else was left to measure
         "launch": op_trace,
         "device": device["summary"] if device is not None else None,
         "gpu": gpu["gpu"],                # top kernels and copies of the tracing window (CUDA runs)
@@ -128,8 +145,8 @@ def analyze(run_dir: RunDir, extra_findings: list | None = None) -> RunData:
                        "cpu_wait_share": meta.get("cpu_wait_share")},
         # evaluation passes between steps (forwards without autograd): outside the steps and phase_share
         "eval_s": round(step_info.get("eval_s", 0.0), 6),
-        "eval_share": round(step_info.get("eval_s", 0.0) / (step_info.get("eval_s", 0.0) + sum(
-            st.duration_ns for st in all_steps) / 1e9 or 1.0), 6),
+        "eval_share": round(step_info.get("eval_s", 0.0) / (step_info.get("eval_s", 0.0) + int(
+            all_steps.duration_ns.sum()) / 1e9 or 1.0), 6),
         "step_detection": step_info,
         "exit_code": exit_code,
         "finished": exit_code is not None,

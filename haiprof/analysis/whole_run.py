@@ -8,6 +8,7 @@ import numpy as np
 
 from haiprof.analyzers import long_run
 from haiprof.analyzers import steps as step_analysis
+from haiprof.analyzers.step_columns import StepColumns
 
 LOADER_MARK = "@loader"   # collectors/phases.py: a DataLoader iterator began (an epoch start)
 MEM_MARK = "@mem"         # device memory counters at a step end
@@ -16,15 +17,11 @@ FLUSH_INTERVAL_S = 0.5    # rundir's phase writer: formats and writes the queued
 OWN_WRITER = "haiprof's phase writer (it formats and writes the queued records every 0.5 s)"
 
 
-def _step_arrays(steps: list) -> dict:
-    n = len(steps)
-    arr = {"index": np.fromiter((s.index for s in steps), dtype=np.int64, count=n),
-           "start": np.fromiter((s.start_ns for s in steps), dtype=np.int64, count=n),
-           "end": np.fromiter((s.end_ns for s in steps), dtype=np.int64, count=n),
-           "traced": np.fromiter((s.traced for s in steps), dtype=bool, count=n)}
-    arr["duration"] = arr["end"] - arr["start"]
-    arr["phases"] = {p: np.fromiter((s.phases_ns.get(p, 0) for s in steps), dtype=np.int64, count=n)
-                     for p in step_analysis.ALL_PHASES}
+def _step_arrays(steps) -> dict:
+    cols = StepColumns.of(steps)
+    arr = {"index": cols.index, "start": cols.start_ns, "end": cols.end_ns, "traced": cols.traced,
+           "duration": cols.duration_ns}
+    arr["phases"] = {p: cols.phase(p) for p in step_analysis.ALL_PHASES}
     return arr
 
 

@@ -1,7 +1,6 @@
 """Plotly figure specs as plain dicts (no plotly import: it costs start-up time and nothing here needs it)."""
 from __future__ import annotations
 
-import bisect
 import html
 
 import numpy as np
@@ -163,9 +162,16 @@ class StepAxis:
     MIN_STEPS = 3
 
     def __init__(self, steps, origin_ns, warmup: int = 0):
-        self.spans = [(st.index, (st.start_ns - origin_ns) / 1e9, (st.end_ns - origin_ns) / 1e9) for st in steps]
-        self.starts = [a for _, a, _ in self.spans]
-        self.warmup, self.traced = warmup, [st.index for st in steps if getattr(st, "traced", False)]
+        # arrays, one entry per step: a long run's steps as columns (steps.arrays()) or a list of steps
+        cols = steps.arrays() if hasattr(steps, "arrays") else {
+            "index": np.array([st.index for st in steps], dtype=np.int64),
+            "start_ns": np.array([st.start_ns for st in steps], dtype=np.int64),
+            "end_ns": np.array([st.end_ns for st in steps], dtype=np.int64),
+            "traced": np.array([bool(getattr(st, "traced", False)) for st in steps], dtype=bool)}
+        self.index = cols["index"]
+        self.starts = (cols["start_ns"] - origin_ns) / 1e9
+        self.ends = (cols["end_ns"] - origin_ns) / 1e9
+        self.warmup, self.traced = warmup, self.index[cols["traced"]].tolist()
 
     @classmethod
     def of(cls, steps, origin_ns, warmup: int = 0):
@@ -173,13 +179,13 @@ class StepAxis:
         return cls(steps, origin_ns, warmup) if origin_ns is not None and len(steps) >= cls.MIN_STEPS else None
 
     def x(self, t: float):
-        i = bisect.bisect_right(self.starts, t) - 1
+        i = int(np.searchsorted(self.starts, t, side="right")) - 1
         if i < 0:
             return None
-        index, a, b = self.spans[i]
+        index, a, b = int(self.index[i]), float(self.starts[i]), float(self.ends[i])
         if t <= b:
             return index - 0.5 + (t - a) / ((b - a) or 1e-12)
-        return index + 0.5 if i + 1 < len(self.spans) else None
+        return index + 0.5 if i + 1 < len(self.index) else None
 
     def series(self, series):
         out = []
@@ -192,7 +198,7 @@ class StepAxis:
     def left_out(self, series) -> str:
         ts = [t for _, xs, _ in series for t in xs]
         before = self.starts[0] - min(ts) if ts and min(ts) < self.starts[0] else 0.0
-        after = max(ts) - self.spans[-1][2] if ts and max(ts) > self.spans[-1][2] else 0.0
+        after = max(ts) - self.ends[-1] if ts and max(ts) > self.ends[-1] else 0.0
         parts = ([f"{before:.1f} s of start-up"] if before >= 0.05 else []) + \
                 ([f"{after:.1f} s after the last step"] if after >= 0.05 else [])
         return f" (per step; {' and '.join(parts)} not shown)" if parts else " (per step)"
@@ -210,7 +216,7 @@ class StepAxis:
         return out
 
     def layout(self) -> dict:
-        first, last = self.spans[0][0], self.spans[-1][0]
+        first, last = int(self.index[0]), int(self.index[-1])
         return {"xaxis": {"title": {"text": "step"}, "range": [first - 0.5, last + 0.5], "exponentformat": "none"},
                 "shapes": self.shapes(first, last, self.warmup, self.traced)}
 

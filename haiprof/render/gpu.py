@@ -118,7 +118,9 @@ def section_gpu(d, figs) -> str:
     if not dev and not g:
         return ""
     parts = []
-    host_steps = [st.index for st in getattr(d, "steps", None) or []]   # the step chart's categories
+    steps = getattr(d, "steps", None)
+    host_steps = (steps.index.tolist() if hasattr(steps, "arrays")   # the step chart's categories
+                  else [st.index for st in steps or []])
     if dev:
         idle = dev.get("idle_by_host") or {}
         total_idle = sum(idle.values()) or 1.0

@@ -25,8 +25,15 @@ PHASES = ("dataloader", "h2d", "forward", "backward", "optimizer", "allreduce", 
 
 
 def step_columns(steps, keys) -> dict:
-    """The step chart's numpy columns from a list of steps (the one place the chart meets the Step objects):
-    index, duration_ns, ns per phase and traced (the op-level tracing window's steps)."""
+    """The step chart's numpy columns (the one place the chart meets the steps): index, duration_ns, ns per phase
+    and traced (the op-level tracing window's steps). `steps`: StepColumns (arrays as they are) or Step objects
+    (the device partition of a CUDA run)."""
+    if hasattr(steps, "arrays"):
+        a = steps.arrays()
+        n = len(a["index"])
+        zero = np.zeros(n)
+        return {"index": a["index"], "traced": a["traced"], "duration_ns": a["duration_ns"].astype(np.float64),
+                "phases": {k: a["phases"][k].astype(np.float64) if k in a["phases"] else zero for k in keys}}
     n = len(steps)
     return {"index": np.fromiter((st.index for st in steps), np.int64, n),
             "traced": np.fromiter((st.traced for st in steps), bool, n),
@@ -53,6 +60,13 @@ def section_verdict(d, figs):
             f'<h2 id="headline">{esc(s["headline"])}</h2><p class="facts">{esc(facts)}</p>{exit_line}</section>')
 
 
+def _traced(steps) -> list:
+    """The indices of the traced steps (steps: a list of Step or a StepColumns)."""
+    if hasattr(steps, "arrays"):
+        return steps.index[steps.traced].tolist()
+    return [st.index for st in steps if st.traced]
+
+
 def section_phases(d, figs):
     s = d.summary
     if not d.steps:
@@ -72,7 +86,7 @@ def section_phases(d, figs):
     else:
         figs["steps"] = charts.step_chart(step_columns(d.steps, PHASES), s.get("warmup_steps_excluded", 0), PHASES)
     # the shaded steps, counted from the steps drawn (a job's page draws its reference rank's steps)
-    traced = sum(1 for st in d.steps if st.traced)
+    traced = len(_traced(d.steps))
     left = [f"{s['warmup_steps_excluded']} warm-up step(s)"] if s.get("warmup_steps_excluded") else []
     left += [f"{traced} step(s) of the op-level tracing window"] if traced else []
     note = f"<p class='note'>Shares exclude {' and '.join(left)} (shaded).</p>" if left else ""

@@ -1,0 +1,399 @@
+"""The step partition of analyzers/steps.py over numpy columns: a million-step run is a few arrays, not millions
+of tuples, dicts and Step objects.
+
+Split: the records split into host and device intervals (phase code into PHASES, start, end), the marks (name ->
+sorted times) and what the evaluation blocks need. StepColumns: the steps as arrays (index, start, end, ns per
+phase, traced); it also reads as a sequence of Step for the few small consumers that want objects.
+"""
+from __future__ import annotations
+
+import bisect
+from dataclasses import dataclass, field
+
+import numpy as np
+
+PHASES = ("dataloader", "h2d", "forward", "backward", "optimizer", "allreduce")
+ALL_PHASES = PHASES + ("other",)
+PRIORITY = {"allreduce": 6, "h2d": 5, "dataloader": 4, "optimizer": 3, "backward": 2, "forward": 1}
+STEP_MARK = "@step"
+BACKWARD_MARK = "@backward"
+TRACE_BEGIN, TRACE_END = "@trace-begin", "@trace-end"   # op-level tracing window (profiler on)
+GPU_PREFIX = "gpu:"
+# Forwards without autograd / in eval() mode (collectors/phases.py). EVAL_MIN_FORWARDS or more of them before a
+# step's first training forward/backward are an evaluation pass between steps: that stretch, from the previous
+# step's end (its DataLoader waits included) to the last of them, is "eval", outside every step. Fewer (a
+# frozen teacher's forward in each step) are part of training and count as forward.
+EVAL = "eval"
+EVAL_MIN_FORWARDS = 2
+
+
+@dataclass
+class Step:
+    index: int
+    start_ns: int
+    end_ns: int
+    phases_ns: dict = field(default_factory=dict)
+    traced: bool = False      # overlaps the op-level tracing window: profiler overhead, kept out of statistics
+
+    @property
+    def duration_ns(self) -> int:
+        return self.end_ns - self.start_ns
+
+
+def attribute(intervals: list, start: int, end: int) -> dict:
+    """Nanoseconds per phase in [start, end): innermost covering interval wins, then PRIORITY; rest 'other'."""
+    out = dict.fromkeys(ALL_PHASES, 0)
+    clipped = [(p, max(s, start), min(e, end)) for p, s, e in intervals if e > start and s < end]
+    if not clipped:
+        out["other"] = end - start
+        return out
+    cuts = sorted({start, end, *(s for _, s, _ in clipped), *(e for _, _, e in clipped)})
+    # Sweep the elementary segments; intervals per step are few, so the linear scan is cheap.
+    clipped.sort(key=lambda iv: iv[1])
+    active: list = []
+    nxt = 0
+    for a, b in zip(cuts, cuts[1:]):
+        while nxt < len(clipped) and clipped[nxt][1] <= a:
+            active.append(clipped[nxt])
+            nxt += 1
+        active = [iv for iv in active if iv[2] > a]
+        if not active:
+            out["other"] += b - a
+            continue
+        best = max(active, key=lambda iv: (iv[1], PRIORITY[iv[0]]))
+        out[best[0]] += b - a
+    return out
+
+
+def trace_windows(marks: list) -> list[tuple[int, float]]:
+    """(begin, end) of each tracing window; a window never closed (run killed inside it) runs to the end."""
+    begins = sorted(t for name, t in marks if name == TRACE_BEGIN)
+    ends = sorted(t for name, t in marks if name == TRACE_END)
+    out = []
+    for b in begins:   # the first end at or after the begin (a bisection: a run of days holds many windows)
+        i = bisect.bisect_left(ends, b)
+        out.append((b, ends[i] if i < len(ends) else float("inf")))
+    return out
+
+
+CODE = {p: i for i, p in enumerate(PHASES)}    # a phase's code: its column in StepColumns.phases
+_EMPTY = np.zeros(0, dtype=np.int64)
+_I64 = (-(2 ** 63), 2 ** 63 - 1)
+
+
+class Split:
+    """split_records as arrays. host/gpu: (phase code, start, end), each interval with end >= start; marks:
+    name -> sorted times; evals/gpu_evals: (start, end) of the eval forwards sorted; train: sorted starts of the
+    training forwards and backwards (eval_blocks)."""
+
+    def __init__(self, host, gpu, marks, evals, gpu_evals, train):
+        self.host, self.gpu, self.marks = host, gpu, marks
+        self.evals, self.gpu_evals, self.train = evals, gpu_evals, train
+
+    @property
+    def has_gpu(self) -> bool:
+        return len(self.gpu[0]) > 0
+
+    def legacy(self) -> tuple[list, list, list]:
+        """(host, gpu, marks) as split_records returns them (lists of tuples): for the device timeline and the
+        energy split, which work on tuples."""
+        def tuples(iv):
+            return [(PHASES[c], s, e) for c, s, e in zip(iv[0].tolist(), iv[1].tolist(), iv[2].tolist())]
+        marks = [(name, t) for name, ts in self.marks.items() for t in ts.tolist()]
+        return tuples(self.host), tuples(self.gpu), marks
+
+    def mark_times(self, name: str) -> np.ndarray:
+        return self.marks.get(name, _EMPTY)
+
+    def eval_blocks(self, bounds) -> list[tuple[int, int]]:
+        return eval_blocks_columns(self.evals, self.gpu_evals, self.train, np.asarray(bounds, dtype=np.int64))
+
+
+def split_columns(names: list, code: np.ndarray, start: np.ndarray, end: np.ndarray, extra=()) -> Split:
+    """Split from columns (names[code[i]], start[i], end[i]) and `extra` (name, start, end) tuples; the rules of
+    steps.split_records: eval forwards are training forwards for the partition (eval_blocks cuts the blocks
+    out), marks are names starting with "@", "gpu:<phase>" is device time."""
+    extra = [r for r in extra if _I64[0] <= r[1] <= _I64[1] and _I64[0] <= r[2] <= _I64[1]]
+    if extra:
+        names = list(names)
+        index = {x: i for i, x in enumerate(names)}
+        codes = [index.setdefault(n, len(index)) for n, _, _ in extra]
+        names = list(index)
+        code = np.concatenate([code.astype(np.int64), np.array(codes, dtype=np.int64)])
+        start = np.concatenate([start, np.array([s for _, s, _ in extra], dtype=np.int64)])
+        end = np.concatenate([end, np.array([e for _, _, e in extra], dtype=np.int64)])
+    host_of = np.full(len(names) + 1, -1, dtype=np.int8)
+    gpu_of = np.full(len(names) + 1, -1, dtype=np.int8)
+    for i, n in enumerate(names):
+        if n in PRIORITY or n == EVAL:
+            host_of[i] = CODE["forward" if n == EVAL else n]
+        elif n.startswith(GPU_PREFIX) and not n.startswith("@"):
+            p = n[len(GPU_PREFIX):]
+            if p in PRIORITY or p == EVAL:
+                gpu_of[i] = CODE["forward" if p == EVAL else p]
+    ok = end >= start
+
+    def intervals(of):
+        ph = of[code]
+        keep = (ph >= 0) & ok
+        return ph[keep], start[keep], end[keep]
+
+    marks = {}
+    for i, n in enumerate(names):
+        if n.startswith("@"):
+            marks[n] = _sorted(start[code == i])
+
+    def pairs(name):
+        i = names.index(name) if name in names else -1
+        m = code == i
+        order = np.lexsort((end[m], start[m]))
+        return start[m][order], end[m][order]
+
+    is_train = np.array([n in ("forward", "backward") for n in names] + [False])
+    train = is_train[code]
+    return Split(intervals(host_of), intervals(gpu_of), marks, pairs(EVAL), pairs(GPU_PREFIX + EVAL),
+                 _sorted(start[train]))
+
+
+def _sorted(a: np.ndarray) -> np.ndarray:
+    a.sort()   # a fresh copy (a mask's selection) sorted in place: no second copy of a million times
+    return a
+
+
+def split_of_records(records) -> Split:
+    """Split from (name, start, end, ...) records (lists of a test, phases.jsonl of an older run)."""
+    index: dict = {}
+    codes, starts, ends = [], [], []
+    for r in records:
+        codes.append(index.setdefault(r[0], len(index)))
+        starts.append(r[1])
+        ends.append(r[2])
+    return split_columns(list(index), np.array(codes, dtype=np.int64), np.array(starts, dtype=np.int64),
+                         np.array(ends, dtype=np.int64))
+
+
+def eval_blocks_columns(evals, gpu_evals, train, bounds) -> list[tuple[int, int]]:
+    """steps.eval_blocks over arrays; only the gaps between boundaries that hold an eval forward are looked at."""
+    ev_s, ev_e = evals
+    if len(ev_s) < EVAL_MIN_FORWARDS:
+        return []
+    g_s, g_e = gpu_evals
+    nb = len(bounds)
+    gaps = np.unique(np.concatenate([np.searchsorted(bounds, ev_s, "left"), np.searchsorted(bounds, ev_s, "right")]))
+    out = []
+    for g in gaps.tolist():   # gap g: (bounds[g-1], bounds[g]), open at either end of the run
+        a = int(bounds[g - 1]) if g > 0 else None
+        b = int(bounds[g]) if g < nb else None
+        lo = a if a is not None else -np.inf
+        hi = b if b is not None else np.inf
+        i = np.searchsorted(train, lo, "left") if a is not None else 0
+        first_train = int(train[i]) if i < len(train) and train[i] < hi else hi
+        j = np.searchsorted(ev_s, lo, "left") if a is not None else 0
+        k = np.searchsorted(ev_s, first_train, "right") if first_train != np.inf else len(ev_s)
+        sel = ev_e[j:k] <= first_train
+        if int(sel.sum()) < EVAL_MIN_FORWARDS:
+            continue
+        in_s, in_e = ev_s[j:k][sel], ev_e[j:k][sel]
+        start, end = (a if a is not None else int(in_s[0])), int(in_e[-1])
+        g0, g1 = np.searchsorted(g_s, start, "left"), np.searchsorted(g_s, end, "right")
+        end = max([end] + g_e[g0:g1].tolist())   # the device finishes later
+        out.append((start, int(min(end, hi))))
+    return out
+
+
+BLOCK = 1 << 18   # windows partitioned at a time: the temporaries are a block's, whatever the run's length
+
+
+def attribute_columns(phase, start, end, a, b) -> np.ndarray:
+    """steps.attribute for every window [a[i], b[i]) (ordered, not overlapping): an (n, len(ALL_PHASES)) array of
+    ns. A window whose intervals neither overlap each other nor cross its edges gets each interval's length (the
+    sweep could not decide otherwise); the rest (nesting, an interval over a boundary or an evaluation cut) go
+    through the sweep, fed only the intervals that overlap them. BLOCK windows at a time, each with the
+    intervals that can reach it: a window taken for the sweep needlessly only costs time, never changes a
+    result."""
+    n = len(a)
+    out = np.zeros((n, len(ALL_PHASES)), dtype=np.int64)
+    if n == 0:
+        return out
+    if len(start) and (np.diff(start) < 0).any():   # records are written as intervals end: nearly sorted
+        order = np.argsort(start, kind="stable")
+        start, end, phase = start[order], end[order], phase[order]
+        del order
+    if not len(start):
+        out[:, -1] = b - a
+        return out
+    max_end = np.maximum.accumulate(end)
+    for i0 in range(0, n, BLOCK):
+        i1 = min(n, i0 + BLOCK)
+        lo = int(np.searchsorted(max_end, a[i0], side="right"))   # before lo every interval ended by a[i0]
+        hi = int(np.searchsorted(start, b[i1 - 1], side="left"))  # from hi on all start at or after the block
+        _attribute_block(phase, start, end, max_end, lo, hi, a[i0:i1], b[i0:i1], out[i0:i1])
+    return out
+
+
+def _attribute_block(phase, start, end, max_end, lo, hi, a, b, out) -> None:
+    n = len(a)
+    s, e, ph = start[lo:hi], end[lo:hi], phase[lo:hi]
+    complex_step = np.zeros(n, dtype=bool)
+    if hi > lo:
+        first = np.searchsorted(b, s, side="right")              # the window an interval starts in (or before)
+        simple = np.searchsorted(b, e, side="left") == first      # ... and the window its end falls in
+        inside = first < n
+        inside[inside] &= a[first[inside]] <= s[inside]           # not in a gap before the window (eval cut)
+        simple &= inside
+        del inside
+        # overlaps no earlier interval (of the whole run: the running maximum of the ends before it)
+        before = max_end[lo - 1:hi - 1] if lo else np.concatenate([[np.iinfo(np.int64).min], max_end[:hi - 1]])
+        simple &= s >= before
+        del before
+        # every window an unsimple interval touches takes the sweep
+        lo_w = np.minimum(first[~simple], n - 1)
+        hi_w = np.minimum(np.searchsorted(b, e[~simple], side="left"), n - 1)
+        marks = np.zeros(n + 1, dtype=np.int64)
+        np.add.at(marks, lo_w, 1)
+        np.add.at(marks, hi_w + 1, -1)
+        complex_step = np.cumsum(marks[:-1]) > 0
+        del lo_w, hi_w, marks
+        # an interval that overlaps an earlier one: the earlier one's window is its window too (first == last)
+        simple &= ~complex_step[np.minimum(first, n - 1)]
+        k = len(PHASES)
+        sums = np.bincount(first[simple] * k + ph[simple], weights=e[simple] - s[simple], minlength=n * k)
+        del first, simple
+        out[:, :k] = sums.reshape(n, k).astype(np.int64)
+    out[:, -1] = (b - a) - out[:, :-1].sum(axis=1)
+    for i in np.flatnonzero(complex_step).tolist():
+        ai, bi = int(a[i]), int(b[i])
+        j0 = int(np.searchsorted(max_end, ai, side="right"))   # before j0 every interval ended by ai
+        j1 = int(np.searchsorted(start, bi, side="left"))      # from j1 on every interval starts at or after bi
+        near = [(PHASES[p], x, y) for p, x, y in zip(phase[j0:j1].tolist(), start[j0:j1].tolist(),
+                                                      end[j0:j1].tolist()) if y > ai]
+        got = attribute(near, ai, bi)
+        out[i] = [got[p] for p in ALL_PHASES]
+
+
+def step_windows(bounds: np.ndarray, first: int, blocks: list) -> tuple[np.ndarray, np.ndarray]:
+    """(a, b) of every step: between consecutive boundaries (the first from `first`), an evaluation block inside
+    one cut off its start (steps.clip_eval), empty ones dropped."""
+    edges = np.concatenate([[first], bounds]).astype(np.int64)
+    a, b = edges[:-1].copy(), edges[1:]
+    for bs, be in blocks:   # the one window with a < be < b
+        w = int(np.searchsorted(b, be, side="right"))
+        if w < len(b) and bs < b[w] and a[w] < be < b[w]:
+            a[w] = max(a[w], be)
+    keep = b > a
+    return a[keep], b[keep]
+
+
+def traced_mask(start: np.ndarray, end: np.ndarray, windows: list) -> np.ndarray:
+    """Per step: whether it overlaps one of the tracing windows (begin, end)."""
+    n = len(start)
+    if not windows or not n:
+        return np.zeros(n, dtype=bool)
+    if (np.diff(start) < 0).any() or (np.diff(end) < 0).any():   # steps out of order: window by window
+        out = np.zeros(n, dtype=bool)
+        for wb, we in windows:
+            out |= (end > wb) & (start < we)
+        return out
+    # steps in order: each window covers an index range (end past its begin .. start before its end)
+    big = np.iinfo(np.int64).max   # a window never closed ends at inf: int64 keeps the ns exact (no float)
+    lo = np.searchsorted(end, np.array([min(wb, big) for wb, _ in windows], dtype=np.int64), side="right")
+    hi = np.searchsorted(start, np.array([min(we, big) for _, we in windows], dtype=np.int64), side="left")
+    hi = np.maximum(hi, lo)
+    edges = np.zeros(n + 1, dtype=np.int64)
+    np.add.at(edges, lo, 1)
+    np.add.at(edges, hi, -1)
+    return np.cumsum(edges[:-1]) > 0
+
+
+def build_step_columns(split: Split) -> tuple["StepColumns", dict]:
+    """steps.build_steps over a Split."""
+    steps_t, backs_t = split.mark_times(STEP_MARK), split.mark_times(BACKWARD_MARK)
+    bounds, source = (steps_t, "optimizer.step") if len(steps_t) else \
+        (backs_t, "backward") if len(backs_t) else (_EMPTY, "none")
+    blocks = split.eval_blocks(bounds)
+    # With GPU timings, compute phases are taken from the device timeline; waiting for data stays host time.
+    if split.has_gpu:
+        keep = ~np.isin(split.host[0], np.unique(split.gpu[0]))
+        phase, start, end = (np.concatenate([h[keep], g]) for h, g in zip(split.host, split.gpu))
+    else:
+        phase, start, end = split.host
+    info = {"boundary": source, "timing": "cuda-events" if split.has_gpu else "host", "intervals": len(start),
+            "eval_s": sum(e - s for s, e in blocks) / 1e9, "eval_passes": len(blocks)}
+    if not len(bounds):
+        return StepColumns.empty(), info
+    before = start[start < bounds[0]]
+    first = int(min(bounds[0], before.min())) if len(before) else int(bounds[0])
+    a, b = step_windows(bounds, first, blocks)
+    phases = attribute_columns(phase, start, end, a, b)
+    marks = [(TRACE_BEGIN, t) for t in split.mark_times(TRACE_BEGIN).tolist()]
+    marks += [(TRACE_END, t) for t in split.mark_times(TRACE_END).tolist()]
+    traced = traced_mask(a, b, trace_windows(marks))
+    return StepColumns(np.arange(len(a), dtype=np.int64), a, b, phases, traced), info
+
+
+class StepColumns:
+    """Steps as columns: index, start_ns, end_ns, traced (arrays of n) and phases (n x len(names) ns). Reads as a
+    sequence of Step too (steps[i], iteration, slices), each built when asked."""
+
+    def __init__(self, index, start_ns, end_ns, phases, traced, names=ALL_PHASES):
+        self.index, self.start_ns, self.end_ns = index, start_ns, end_ns
+        self.phases, self.traced, self.names = phases, traced, tuple(names)
+        self.derived: dict = {}   # results computed from these steps (steady_steps), kept for the next caller
+
+    @classmethod
+    def empty(cls, names=ALL_PHASES) -> "StepColumns":
+        return cls(_EMPTY, _EMPTY, _EMPTY, np.zeros((0, len(names)), dtype=np.int64), np.zeros(0, dtype=bool), names)
+
+    @classmethod
+    def of(cls, steps) -> "StepColumns":
+        """Columns of a list of Step (phases: ALL_PHASES first, then any other name the steps have)."""
+        if isinstance(steps, StepColumns):
+            return steps
+        names = list(ALL_PHASES)
+        for s in steps:
+            names += [p for p in s.phases_ns if p not in names]
+        n = len(steps)
+        phases = np.array([[s.phases_ns.get(p, 0) for p in names] for s in steps], dtype=np.int64)
+        i64 = np.int64
+        return cls(np.array([s.index for s in steps], dtype=i64), np.array([s.start_ns for s in steps], dtype=i64),
+                   np.array([s.end_ns for s in steps], dtype=i64), phases.reshape(n, len(names)),
+                   np.array([bool(s.traced) for s in steps], dtype=bool), names)
+
+    @property
+    def duration_ns(self) -> np.ndarray:
+        return self.end_ns - self.start_ns
+
+    def phase(self, name: str) -> np.ndarray:
+        return self.phases[:, self.names.index(name)] if name in self.names else np.zeros(len(self), np.int64)
+
+    def arrays(self) -> dict:
+        """{"index", "start_ns", "end_ns", "duration_ns", "traced", "phases": {phase: ns}}: one entry per step."""
+        return {"index": self.index, "start_ns": self.start_ns, "end_ns": self.end_ns,
+                "duration_ns": self.duration_ns, "traced": self.traced,
+                "phases": {p: self.phases[:, j] for j, p in enumerate(self.names)}}
+
+    def take(self, which) -> "StepColumns":
+        """The steps a mask, slice or index array selects, as columns."""
+        return StepColumns(self.index[which], self.start_ns[which], self.end_ns[which], self.phases[which],
+                           self.traced[which], self.names)
+
+    def __len__(self) -> int:
+        return len(self.index)
+
+    def __getitem__(self, i):
+        if isinstance(i, slice):
+            return self.take(i)
+        i = range(len(self))[i]   # negative indices, IndexError past the end
+        row = self.phases[i].tolist()
+        return Step(int(self.index[i]), int(self.start_ns[i]), int(self.end_ns[i]), dict(zip(self.names, row)),
+                    bool(self.traced[i]))
+
+    def __iter__(self):
+        idx, a, b, tr = self.index.tolist(), self.start_ns.tolist(), self.end_ns.tolist(), self.traced.tolist()
+        names = self.names
+        for k in range(0, len(idx), 4096):   # a block of rows at a time: no million-row list of lists
+            for j, row in enumerate(self.phases[k:k + 4096].tolist()):
+                yield Step(idx[k + j], a[k + j], b[k + j], dict(zip(names, row)), tr[k + j])
+
+    def __repr__(self) -> str:
+        return f"StepColumns({len(self)} steps)"
