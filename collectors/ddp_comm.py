@@ -23,7 +23,7 @@ import time
 import weakref
 from typing import Callable
 
-from .undo import undo_all
+from .undo import StepHooked
 
 DDP_MARK = "@ddp"
 BATCH_MARK = "@batch"
@@ -47,7 +47,7 @@ def batch_numel(batch, _depth: int = 0) -> int:
     return 0
 
 
-class DDPCommObserver:
+class DDPCommObserver(StepHooked):
     """Installs the read-only observation; `append(record)` is the sink shared with the phase collector."""
 
     def __init__(self, append: Callable, clock=time.monotonic_ns):
@@ -149,14 +149,5 @@ class DDPCommObserver:
 
         it.__next__ = next_
         self._undo.append(lambda: setattr(it, "__next__", original_next))
-        h = optim_mod.register_optimizer_step_post_hook(self._after_step)
-        self._undo.append(h.remove)
-        os.register_at_fork(after_in_child=self._in_child)
+        self._hook_steps_and_fork(optim_mod)
         return self
-
-    def _in_child(self) -> None:
-        if os.getpid() != self._owner_pid:
-            self.uninstall()
-
-    def uninstall(self) -> None:
-        undo_all(self._undo)

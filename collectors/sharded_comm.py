@@ -29,7 +29,7 @@ import time
 from collections import deque
 from typing import Callable
 
-from .undo import undo_all
+from .undo import StepHooked
 
 STATS_MARK = "@ddp"
 SOURCE = "fsdp"
@@ -50,7 +50,7 @@ SHARDED = {"all_gather_single", "all_gather_into_tensor", "_all_gather_base", "r
 PENDING_MAX = 1 << 16
 
 
-class ShardedCommObserver:
+class ShardedCommObserver(StepHooked):
     """Installs the wrappers; `append(record)` is the sink shared with the phase collector (thread-safe)."""
 
     def __init__(self, append: Callable, clock=time.monotonic_ns):
@@ -170,17 +170,8 @@ class ShardedCommObserver:
         work_cls = getattr(dist, "Work", None)
         if work_cls is not None:
             self._patch(work_cls, "wait", self._wrap_wait)
-        h = optim_mod.register_optimizer_step_post_hook(self._after_step)
-        self._undo.append(h.remove)
-        os.register_at_fork(after_in_child=self._in_child)
+        self._hook_steps_and_fork(optim_mod)
         return self
-
-    def _in_child(self) -> None:
-        if os.getpid() != self._owner_pid:
-            self.uninstall()
-
-    def uninstall(self) -> None:
-        undo_all(self._undo)
 
 
 def _input(kind: str, args: tuple, kwargs: dict) -> tuple[int, bool]:
