@@ -16,7 +16,7 @@ LOOP = SCRIPTS / "reliability" / "loop_exit.py"
 def small_fs(tmp_path):
     mnt = tmp_path / "mnt"
     mnt.mkdir()
-    if subprocess.run(["mount", "-t", "tmpfs", "-o", "size=1m", "tmpfs", str(mnt)], capture_output=True).returncode:
+    if subprocess.run(["mount", "-t", "tmpfs", "-o", "size=4m", "tmpfs", str(mnt)], capture_output=True).returncode:
         pytest.skip("cannot mount a tmpfs here (needs root)")
     yield mnt
     subprocess.run(["umount", "-l", str(mnt)], capture_output=True)

@@ -81,7 +81,8 @@ def _fixed(parent, *extra):
 
 def test_a_baseline_with_other_torch_threads_is_re_measured_and_says_why(tmp_path):
     base = _plain_baseline(tmp_path, env={"OMP_NUM_THREADS": "1"})
-    assert json.loads((base / "meta.json").read_text())["conditions"]["env"] == {"OMP_NUM_THREADS": "1"}
+    # (the suite's own environment may carry other recorded variables, e.g. one torch's inductor set in-process)
+    assert json.loads((base / "meta.json").read_text())["conditions"]["env"].get("OMP_NUM_THREADS") == "1"
     s, r = _fixed(tmp_path)
     why = "set up under other conditions ("
     assert why in r.stderr and "OMP_NUM_THREADS 1 -> unset" in r.stderr and "re-measuring a" in r.stderr, r.stderr
