@@ -80,10 +80,10 @@ def main() -> None:
         for n in args.steps:
             out = Path(tmp) / f"noisy-{n}"
             write_run(out, n, slow_at=n * 3 // 4)
-            wall, peak = _timed_report(out)
+            wall, cpu, peak = _timed_report(out)
             w = weigh(out / "report.html")
             k, r, s = w["level"]
-            print(f"{n} steps: haiprof report {wall:.1f} s, peak RSS {peak:.0f} MiB; report.html {w['total']:,} bytes "
+            print(f"{n} steps: haiprof report {wall:.1f} s ({cpu:.1f} s CPU), peak RSS {peak:.0f} MiB; report.html {w['total']:,} bytes "
                   f"= plotly.js {w['plotly']:,} + step detail {w['detail']:,} (steps per unit {k}, {r} time codes "
                   f"an octave, shares in 1/{s}) + the rest {w['total'] - w['plotly'] - w['detail']:,}")
 
