@@ -24,7 +24,7 @@ import numpy as np
 from haiprof.analyzers import steps as step_analysis
 from haiprof.analyzers import thresholds as T
 from haiprof.analyzers.step_columns import StepColumns
-from haiprof.analyzers.steps import ALL_PHASES, Step
+from haiprof.analyzers.steps import ALL_PHASES
 
 from ..rundir import DIGEST_FILES, REPORT, STEPS_FILE, SUMMARY, RunDir
 from ..version import __version__
@@ -75,13 +75,14 @@ def pack(table: dict) -> bytes:
     return buf.getvalue()
 
 
-def steps_from_table(table) -> list:
-    """Steps (start 0, end = step time) rebuilt from a table: what the merge arithmetic compares across ranks."""
-    dur = table["duration_ns"].astype(np.int64)
-    phases = {p: table[p].astype(np.int64) for p in ALL_PHASES}
-    first = table["first_step"]
-    return [Step(int(first[i]), 0, int(dur[i]), {p: int(phases[p][i]) for p in ALL_PHASES})
-            for i in range(len(dur))]
+def steps_from_table(table) -> StepColumns:
+    """Steps (start 0, end = step time) rebuilt from a table: what the merge arithmetic compares across ranks.
+    Columns to columns: no Step object per row."""
+    n = len(table["duration_ns"])
+    return StepColumns(table["first_step"].astype(np.int64), np.zeros(n, dtype=np.int64),
+                       table["duration_ns"].astype(np.int64),
+                       np.stack([table[p].astype(np.int64) for p in ALL_PHASES], axis=1).reshape(n, len(ALL_PHASES)),
+                       np.zeros(n, dtype=bool), ALL_PHASES)
 
 
 def _rank_records(records) -> tuple[list, list]:
