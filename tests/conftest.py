@@ -41,6 +41,20 @@ def run_haiprof(*args, cwd=None, timeout=180, env=None, **kw):
 ARTIFACTS = Path(os.environ.get("HAIPROF_TEST_ARTIFACTS", REPO / "test-artifacts"))
 
 
+def run_on_shaped_link(argv, rate: str = "1gbit", timeout: int = 200):
+    """Run `argv` in a private network namespace whose loopback tc shapes to `rate` (benchmarks/shaped_net.py):
+    the CompletedProcess, text output. Skips the test, with the reason, where the testbed cannot be built (root)."""
+    if str(REPO) not in sys.path:
+        sys.path.insert(0, str(REPO))
+    from benchmarks import shaped_net
+    ok, why = shaped_net.available()
+    if not ok:
+        pytest.skip(f"shaped network testbed unavailable: {why}")
+    with shaped_net.shaped_loopback(rate) as net:
+        assert "tbf" in net.qdisc()
+        return net.run(list(argv), capture_output=True, text=True, timeout=timeout)
+
+
 def artifact(name: str) -> str:
     """Where a browser test keeps its screenshot (test-artifacts/, or $HAIPROF_TEST_ARTIFACTS), so a person or a
     CI job can look at the page the assertions were made on; each run overwrites the last."""

@@ -12,11 +12,9 @@ from pathlib import Path
 
 import pytest
 
-from conftest import EXAMPLES, HAIPROF, REPO, load_summary, run_haiprof
+from conftest import EXAMPLES, HAIPROF, load_summary, run_haiprof, run_on_shaped_link
 from haiprof.rundir import DIGEST_FILES
 
-sys.path.insert(0, str(REPO))
-from benchmarks import shaped_net  # noqa: E402
 
 EXAMPLE = EXAMPLES / "ddp_comm_bound.py"
 TORCHRUN = os.path.join(os.path.dirname(sys.executable), "torchrun")
@@ -66,14 +64,9 @@ def test_unshaped_compute_heavy_is_not_communication(tmp_path):
 
 
 def test_shaped_loopback_is_communication_bound(tmp_path):
-    ok, why = shaped_net.available()
-    if not ok:
-        pytest.skip(f"shaped network testbed unavailable: {why}")
     out = tmp_path / "run"
-    with shaped_net.shaped_loopback("1gbit") as net:
-        assert "tbf" in net.qdisc()
-        r = net.run([*HAIPROF, "run", "--trace-steps", "0", "--out", out, "--nproc-per-node", "2", EXAMPLE, *HEAVY],
-                    capture_output=True, text=True, timeout=200)
+    r = run_on_shaped_link([*HAIPROF, "run", "--trace-steps", "0", "--out", out, "--nproc-per-node", "2", EXAMPLE,
+                            *HEAVY])
     assert r.returncode == 0, r.stderr[-3000:]
     s = load_summary(out)
     assert s["bottleneck"] == "communication", s["headline"]

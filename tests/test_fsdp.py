@@ -6,21 +6,18 @@ counted twice), the analysis of its per-step statistics, and real 2-rank torchru
 to 1 Gbit/s with tc (benchmarks/shaped_net.py, needs root; skipped elsewhere with the reason), where the verdict
 is communication.
 """
-import sys
 import time
 
 import pytest
 import torch
 import torch.distributed as dist
 
-from conftest import EXAMPLES, HAIPROF, REPO, load_summary, run_haiprof
+from conftest import EXAMPLES, HAIPROF, load_summary, run_haiprof, run_on_shaped_link
 from haiprof.analyzers import actions, sharded_comm
 from haiprof.analyzers import distributed as D
 from haiprof.collectors.phases import PhaseRecorder
 from haiprof.collectors.sharded_comm import ShardedCommObserver
 
-sys.path.insert(0, str(REPO))
-from benchmarks import shaped_net  # noqa: E402
 
 EXAMPLE = EXAMPLES / "fsdp_comm_bound.py"
 JOB = ["--trace-steps", "0", "--nproc-per-node", "2", EXAMPLE, "--steps", "5", "--batch-size", "64"]
@@ -175,13 +172,8 @@ def test_fsdp_straggler_is_named_as_for_ddp(tmp_path):
 
 
 def test_shaped_link_fsdp_is_communication_bound(tmp_path):
-    ok, why = shaped_net.available()
-    if not ok:
-        pytest.skip(f"shaped network testbed unavailable: {why}")
     out = tmp_path / "run"
-    with shaped_net.shaped_loopback("1gbit") as net:
-        assert "tbf" in net.qdisc()
-        r = net.run([*HAIPROF, "run", "--out", out, *JOB], capture_output=True, text=True, timeout=200)
+    r = run_on_shaped_link([*HAIPROF, "run", "--out", out, *JOB])
     assert r.returncode == 0, r.stderr[-3000:]
     s = load_summary(out)
     assert s["bottleneck"] == "communication", s["headline"]
