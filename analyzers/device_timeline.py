@@ -22,16 +22,23 @@ from __future__ import annotations
 
 from dataclasses import dataclass, field
 
-from .steps import ALL_PHASES, STEP_MARK, attribute, clip_eval, eval_blocks, split_records, trace_windows
+import numpy as np
+
+from .step_columns import (ALL_PHASES, CODE, PHASES, STEP_MARK, TRACE_BEGIN, TRACE_END, Split, split_of_records,
+                           trace_windows, traced_mask)
+from .timeline_owner import K, Intervals, device_partition
 
 COMPUTE = ("forward", "backward", "optimizer")
 GPU_STEP_MARK = "@gpu-step"
 # A device span cannot start before the host enqueued it; allow this much clock-mapping error (ns).
 ENQUEUE_SLACK_NS = 50_000
+BUSY = PHASES + ("unrecorded",)    # device work by phase; "unrecorded": assumed for an unresolved step
+_COMPUTE_COLS = [CODE[p] for p in COMPUTE]
 
 
 @dataclass
 class DeviceStep:
+    """One row of DeviceSteps, for the few consumers that want an object."""
     index: int                 # the host step it belongs to (steps.Step.index)
     start_ns: int
     end_ns: int
@@ -45,94 +52,142 @@ class DeviceStep:
         return self.end_ns - self.start_ns
 
 
-def _aligned_ends(host: list, gpu: list, step_marks: list) -> list:
-    """Device end of each host step: the `gpu:optimizer` span of the optimizer interval that ends at the step mark.
+class DeviceSteps:
+    """The device steps as columns: index (the host step), start_ns, end_ns, busy (n x BUSY ns), idle (n x
+    ALL_PHASES ns), traced, estimated. Reads as a sequence of DeviceStep too."""
+
+    def __init__(self, index, start_ns, end_ns, busy, idle, traced, estimated):
+        self.index, self.start_ns, self.end_ns = index, start_ns, end_ns
+        self.busy, self.idle, self.traced, self.estimated = busy, idle, traced, estimated
+
+    @classmethod
+    def empty(cls) -> "DeviceSteps":
+        z = np.zeros(0, dtype=np.int64)
+        return cls(z, z, z, np.zeros((0, len(BUSY)), np.int64), np.zeros((0, len(ALL_PHASES)), np.int64),
+                   np.zeros(0, bool), np.zeros(0, bool))
+
+    @property
+    def duration_ns(self) -> np.ndarray:
+        return self.end_ns - self.start_ns
+
+    def busy_of(self, phase: str) -> np.ndarray:
+        return self.busy[:, BUSY.index(phase)]
+
+    def take(self, which) -> "DeviceSteps":
+        return DeviceSteps(self.index[which], self.start_ns[which], self.end_ns[which], self.busy[which],
+                           self.idle[which], self.traced[which], self.estimated[which])
+
+    def concat(self, other: "DeviceSteps") -> "DeviceSteps":
+        return DeviceSteps(*(np.concatenate([getattr(self, c), getattr(other, c)]) for c in
+                             ("index", "start_ns", "end_ns", "busy", "idle", "traced", "estimated")))
+
+    def __len__(self) -> int:
+        return len(self.index)
+
+    def __bool__(self) -> bool:
+        return len(self) > 0
+
+    def __getitem__(self, i) -> DeviceStep:
+        if isinstance(i, slice):
+            return self.take(i)
+        i = range(len(self))[i]
+        est = bool(self.estimated[i])
+        busy = {p: int(v) for p, v in zip(BUSY, self.busy[i].tolist()) if p != "unrecorded" or est}
+        return DeviceStep(int(self.index[i]), int(self.start_ns[i]), int(self.end_ns[i]), busy,
+                          dict(zip(ALL_PHASES, self.idle[i].tolist())), bool(self.traced[i]), est)
+
+    def __iter__(self):
+        return (self[i] for i in range(len(self)))
+
+    def __repr__(self) -> str:
+        return f"DeviceSteps({len(self)} steps)"
+
+
+def _aligned_ends(host, gpu, step_marks: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
+    """(device end, known) of each host step: the end of the `gpu:optimizer` span of the optimizer interval that
+    ends at the step mark.
 
     Spans are emitted in issue order, but the first ones (before the script initialised CUDA) and the last ones
     (never resolved) may be missing. The offset between the two sequences is the largest one under which no span
     starts before its host interval did (the GPU cannot run what was not yet enqueued)."""
-    host_opt = sorted((s, e) for p, s, e in host if p == "optimizer")
-    gpu_opt = sorted((s, e) for p, s, e in gpu if p == "optimizer")
-    n_host, n_gpu = len(host_opt), len(gpu_opt)
+    def optimizer(part):
+        m = part[0] == CODE["optimizer"]
+        s, e = part[1][m], part[2][m]
+        order = np.lexsort((e, s))
+        return s[order], e[order]
+
+    (hs, he), (gs, ge) = optimizer(host), optimizer(gpu)
+    n_host, n_gpu = len(hs), len(gs)
+    out, known = np.zeros(len(step_marks), dtype=np.int64), np.zeros(len(step_marks), dtype=bool)
     if not n_gpu or not n_host:
-        return [None] * len(step_marks)
-    offset = next((o for o in range(max(0, n_host - n_gpu), -1, -1)
-                   if all(gpu_opt[i][0] >= host_opt[i + o][0] - ENQUEUE_SLACK_NS
-                          for i in range(n_gpu) if i + o < n_host)), 0)
-    by_end = {e: j for j, (_, e) in enumerate(host_opt)}
-    out = []
-    for mark in step_marks:
-        j = by_end.get(mark)
-        g = None if j is None else j - offset
-        out.append(gpu_opt[g][1] if g is not None and 0 <= g < n_gpu else None)
-    return out
+        return out, known
+    offset = 0
+    for o in range(max(0, n_host - n_gpu), -1, -1):
+        m = min(n_gpu, n_host - o)
+        if (gs[:m] >= hs[o:o + m] - ENQUEUE_SLACK_NS).all():
+            offset = o
+            break
+    # the host optimizer interval ending at each mark (the last one, with equal ends)
+    order = np.argsort(he, kind="stable")
+    i = np.searchsorted(he[order], step_marks, side="right") - 1
+    hit = (i >= 0) & (he[order][np.maximum(i, 0)] == step_marks)
+    g = np.where(hit, order[np.maximum(i, 0)], -1) - offset
+    known = hit & (g >= 0) & (g < n_gpu)
+    out[known] = ge[g[known]]
+    return out, known
 
 
-def _idle_segments(gpu: list, a: int, b: int) -> list[tuple[int, int]]:
-    spans = sorted((max(s, a), min(e, b)) for _, s, e in gpu)
-    out, cur = [], a
-    for s, e in spans:
-        if s > cur:
-            out.append((cur, s))
-        cur = max(cur, e)
-    if cur < b:
-        out.append((cur, b))
-    return out
-
-
-def partition(gpu: list, host: list, a: int, b: int) -> tuple[dict, dict]:
-    """(busy, idle) nanoseconds of the device window [a, b); together they sum to b - a."""
-    g = [iv for iv in gpu if iv[2] > a and iv[1] < b]
-    busy = attribute(g, a, b)
-    busy.pop("other")
-    h = [iv for iv in host if iv[2] > a and iv[1] < b]
-    idle = dict.fromkeys(ALL_PHASES, 0)
-    for s, e in _idle_segments(g, a, b):
-        for phase, ns in attribute(h, s, e).items():
-            idle[phase] += ns
-    return busy, idle
-
-
-def device_steps(records, split: tuple | None = None) -> list[DeviceStep]:
-    """One DeviceStep per host step whose device boundaries are known; [] when the run has no device spans."""
-    records = records if isinstance(records, list) else list(records)
-    columns = hasattr(split, "legacy")   # a step_columns.Split: its tuples for the sweeps below
-    host, gpu, marks = split.legacy() if columns else split if split is not None else split_records(records)
-    if not gpu:
-        return []
-    step_marks = sorted(t for name, t in marks if name == STEP_MARK)
-    gpu_marks = sorted(t for name, t in marks if name == GPU_STEP_MARK)
-    ends = gpu_marks if gpu_marks and len(gpu_marks) == len(step_marks) else _aligned_ends(host, gpu, step_marks)
-    ends = _never_earlier(ends)
-    windows = trace_windows(marks)
-    # evaluation between steps is no step's time
-    blocks = split.eval_blocks(step_marks) if columns else eval_blocks(records, step_marks)
-    out = []
-    for k in range(1, len(step_marks)):
-        a, b = ends[k - 1], ends[k]
-        if a is None or b is None:
-            continue
-        a = clip_eval(a, b, blocks)
-        busy, idle = partition(gpu, host, a, b)
-        # Traced: the host step overlapped the profiler window (the profiler slowed the host, not the GPU's work).
-        traced = any(step_marks[k] > wb and step_marks[k - 1] < we for wb, we in windows)
-        out.append(DeviceStep(k, a, b, busy, idle, traced))
-    return out + _unresolved_tail(out, ends, step_marks, host, gpu)
-
-
-def _never_earlier(ends: list) -> list:
+def _never_earlier(ends: np.ndarray, known: np.ndarray) -> np.ndarray:
     """A step ends on the device no earlier than the one before it (spans on several streams can close out of
     order): the steps then tile the device timeline, none negative."""
-    out, last = [], None
-    for e in ends:
-        if e is not None and last is not None and e < last:
-            e = last
-        out.append(e)
-        last = e if e is not None else last
-    return out
+    return np.maximum.accumulate(np.where(known, ends, np.iinfo(np.int64).min))
 
 
-def _unresolved_tail(steps: list[DeviceStep], ends: list, step_marks: list, host: list, gpu: list) -> list:
+def _clip_eval(a: np.ndarray, b: np.ndarray, blocks: list) -> np.ndarray:
+    """The start of each window once an evaluation block inside it is cut out (steps.clip_eval)."""
+    a = a.copy()
+    for bs, be in blocks:   # the one window with a < be < b
+        w = int(np.searchsorted(b, be, side="right"))
+        if w < len(b) and bs < b[w] and a[w] < be < b[w]:
+            a[w] = max(a[w], be)
+    return a
+
+
+def _rows(busy: np.ndarray, idle: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
+    """device_partition's (n, K + 1) float sums as the BUSY and ALL_PHASES integer columns."""
+    b = np.zeros((len(busy), len(BUSY)), dtype=np.int64)
+    b[:, :K] = np.rint(busy[:, :K])
+    return b, np.rint(idle).astype(np.int64)
+
+
+def device_steps(records=(), split: Split | None = None) -> DeviceSteps:
+    """One device step per host step whose device boundaries are known; empty when the run has no device spans.
+    `split`: the records' step_columns.Split when the caller has it."""
+    if split is None:
+        split = split_of_records(records)
+    if not split.has_gpu:
+        return DeviceSteps.empty()
+    step_marks, gpu_marks = split.mark_times(STEP_MARK), split.mark_times(GPU_STEP_MARK)
+    if len(gpu_marks) and len(gpu_marks) == len(step_marks):
+        ends, known = gpu_marks.astype(np.int64), np.ones(len(gpu_marks), dtype=bool)
+    else:
+        ends, known = _aligned_ends(split.host, split.gpu, step_marks)
+    ends = _never_earlier(ends, known)
+    host, gpu = Intervals(*split.host), Intervals(*split.gpu)
+    k = np.arange(1, len(step_marks))
+    k = k[known[k - 1] & known[k]]
+    a, b = ends[k - 1], ends[k]
+    a = _clip_eval(a, b, split.eval_blocks(step_marks))   # evaluation between steps is no step's time
+    busy, idle = _rows(*device_partition(host, gpu, a, b))
+    # Traced: the host step overlapped the profiler window (the profiler slowed the host, not the GPU's work).
+    marks = [(TRACE_BEGIN, t) for t in split.mark_times(TRACE_BEGIN).tolist()]
+    marks += [(TRACE_END, t) for t in split.mark_times(TRACE_END).tolist()]
+    traced = traced_mask(step_marks[k - 1], step_marks[k], trace_windows(marks))
+    steps = DeviceSteps(k, a, b, busy, idle, traced, np.zeros(len(k), dtype=bool))
+    return steps.concat(_unresolved_tail(steps, ends, known, step_marks, host, gpu))
+
+
+def _unresolved_tail(steps: DeviceSteps, ends, known, step_marks, host: Intervals, gpu: Intervals) -> DeviceSteps:
     """The last steps of a run that ended before their closing CUDA events resolved (a kill, a script that never
     synchronized, recordings of haiprof 0.1.0). They happened, and a clock around the run counts them: leaving
     them out biases the step time towards the faster steps (a final step that waited 200 ms for its batch).
@@ -140,25 +195,28 @@ def _unresolved_tail(steps: list[DeviceStep], ends: list, step_marks: list, host
     Each ends, on the device, no earlier than its host end (the GPU cannot finish work before it is enqueued) and
     its last recorded span; the device work not recorded is taken as the usual one (median busy time of the
     resolved steps, less what was recorded). Flagged `estimated`: counted in the step time, not in the shares."""
-    known = [k for k, e in enumerate(ends) if e is not None]
-    resolved = [st for st in steps if not st.traced]
-    if not known or not resolved or known[-1] == len(ends) - 1:
-        return []
-    busy_ns = sorted(sum(st.busy.values()) for st in resolved)
-    usual = busy_ns[len(busy_ns) // 2]
-    out, a = [], ends[known[-1]]
-    for k in range(known[-1] + 1, len(step_marks)):
-        mark = step_marks[k]
-        mine = [iv for iv in gpu if a <= iv[1] < mark]     # enqueued before the host finished this step
-        # the device is still on the previous step when the host marks this one (it runs ahead by the queue)
-        lower = max([a, mark] + [e for _, _, e in mine])
-        busy, idle = partition(gpu, host, a, lower)
-        unrecorded = max(0, usual - sum(busy.values()))
-        busy["unrecorded"] = unrecorded     # device work assumed, not seen: no phase of its own in the shares
-        b = lower + unrecorded
-        out.append(DeviceStep(k, a, b, busy, idle, estimated=True))
+    last = np.flatnonzero(known)
+    resolved = steps.busy[~steps.traced, :K].sum(axis=1)
+    if not len(last) or not len(resolved) or last[-1] == len(ends) - 1:
+        return DeviceSteps.empty()
+    usual = int(np.sort(resolved)[len(resolved) // 2])
+    rows, a = [], int(ends[last[-1]])
+    for k in range(int(last[-1]) + 1, len(step_marks)):
+        mark = int(step_marks[k])
+        # spans enqueued before the host finished this step; the device is still on the previous step when the
+        # host marks this one (it runs ahead by the queue)
+        i0, i1 = np.searchsorted(gpu.start, [a, mark], side="left")
+        lower = max(a, mark, int(gpu.end[i0:i1].max()) if i1 > i0 else a)
+        busy, idle = _rows(*device_partition(host, gpu, np.array([a]), np.array([lower])))
+        busy[0, -1] = max(0, usual - int(busy[0, :K].sum()))   # device work assumed, not seen: no phase's share
+        b = lower + int(busy[0, -1])
+        rows.append((k, a, b, busy[0], idle[0]))
         a = b
-    return out
+    col = list(zip(*rows))
+    n = len(rows)
+    return DeviceSteps(np.array(col[0], np.int64), np.array(col[1], np.int64), np.array(col[2], np.int64),
+                       np.array(col[3]).reshape(n, len(BUSY)), np.array(col[4]).reshape(n, len(ALL_PHASES)),
+                       np.zeros(n, bool), np.ones(n, bool))
 
 
 def kernel_busy(busy: dict, density: float | None) -> float:
@@ -168,19 +226,26 @@ def kernel_busy(busy: dict, density: float | None) -> float:
     return sum(v * (dens if p in COMPUTE or p == "unrecorded" else 1.0) for p, v in busy.items())
 
 
-def kernel_density(steps: list[DeviceStep], kernel_ns_per_step: float | None) -> float | None:
+def kernel_busy_steps(steps: DeviceSteps, density: float | None) -> np.ndarray:
+    """kernel_busy of every step (ns)."""
+    dens = 1.0 if density is None else density
+    scale = np.array([dens if p in COMPUTE or p == "unrecorded" else 1.0 for p in BUSY])
+    return steps.busy @ scale
+
+
+def kernel_density(steps: DeviceSteps, kernel_ns_per_step: float | None) -> float | None:
     """Share of the compute spans in which kernels ran: kernel time per step, from the tracing window's whole
     steps, over the mean CUDA-event compute span of `steps` (the steady ones: the profiler slows the host, and so
     the spans, of the traced steps, not the kernels). None without a trace."""
-    if kernel_ns_per_step is None or not steps:
+    if kernel_ns_per_step is None or not len(steps):
         return None
-    spans = sum(st.busy.get(p, 0) for st in steps for p in COMPUTE) / len(steps)
+    spans = int(steps.busy[:, _COMPUTE_COLS].sum()) / len(steps)
     if spans <= 0:
         return None
     return max(0.0, min(1.0, kernel_ns_per_step / spans))
 
 
-def shares(steps: list[DeviceStep], density: float | None) -> dict | None:
+def shares(steps: DeviceSteps, density: float | None) -> dict | None:
     """Everything on one denominator, the device step time of `steps`.
 
     phase_share: busy + idle per phase (the device timeline's answer to "where did the step go").
@@ -189,11 +254,12 @@ def shares(steps: list[DeviceStep], density: float | None) -> dict | None:
     moment the GPU waited on the host, i.e. compute spans not filled by kernels, idle while the host dispatched
     forward/backward/optimizer, and idle while it ran Python outside every phase (clipping, logging, batches made
     outside a DataLoader); `launch_parts` keeps the three apart."""
-    total = sum(st.duration_ns for st in steps)
+    total = int(steps.duration_ns.sum()) if len(steps) else 0
     if total <= 0:
         return None
-    busy = {p: sum(st.busy.get(p, 0) for st in steps) / total for p in ALL_PHASES if p != "other"}
-    idle = {p: sum(st.idle.get(p, 0) for st in steps) / total for p in ALL_PHASES}
+    busy_sum, idle_sum = steps.busy.sum(axis=0).tolist(), steps.idle.sum(axis=0).tolist()
+    busy = {p: busy_sum[CODE[p]] / total for p in PHASES}
+    idle = {p: idle_sum[j] / total for j, p in enumerate(ALL_PHASES)}
     spans = sum(busy[p] for p in COMPUTE)
     dens = 1.0 if density is None else density
     phase_share = {p: busy.get(p, 0.0) + idle[p] for p in ALL_PHASES}
@@ -210,37 +276,34 @@ def shares(steps: list[DeviceStep], density: float | None) -> dict | None:
             "kernel_density": density, "steps": len(steps), "device_time_s": total / 1e9}
 
 
-def steady(steps: list[DeviceStep], warmup: int) -> list[DeviceStep]:
+def steady(steps: DeviceSteps, warmup: int) -> DeviceSteps:
     """Steps after warm-up (the first `warmup` host steps, and the slow start of a torch.compile or CUDA-graph
     run: leading steps longer than LEADING_SLOW x the median of the rest) and outside the tracing window."""
-    kept = [st for st in steps if st.index > warmup and not st.traced]
+    kept = steps.take((steps.index > warmup) & ~steps.traced)
     if len(kept) < 2:
-        kept = [st for st in steps if not st.traced] or steps
+        kept = steps.take(~steps.traced) if (~steps.traced).any() else steps
     return _drop_slow_start(kept)
 
 
 LEADING_SLOW = 3.0
 
 
-def _drop_slow_start(steps: list[DeviceStep]) -> list[DeviceStep]:
+def _drop_slow_start(steps: DeviceSteps) -> DeviceSteps:
     if len(steps) < 4:
         return steps
-    durations = sorted(st.duration_ns for st in steps)
-    median = durations[len(durations) // 2]
-    i = 0
-    while i < len(steps) // 2 and steps[i].duration_ns > LEADING_SLOW * median:
-        i += 1
-    return steps[i:]
+    d = steps.duration_ns
+    median = np.sort(d)[len(d) // 2]
+    half = d[:len(d) // 2] > LEADING_SLOW * median
+    return steps.take(slice(int(half.argmin()) if not half.all() else len(half), None))
 
 
-def measured(steps: list[DeviceStep]) -> list[DeviceStep]:
+def measured(steps: DeviceSteps) -> DeviceSteps:
     """The steps whose device time was observed end to end (what shares and kernel density are taken over)."""
-    return [st for st in steps if not st.estimated] or steps
+    return steps.take(~steps.estimated) if (~steps.estimated).any() else steps
 
 
-def seconds_per_step(steps: list[DeviceStep]) -> float | None:
+def seconds_per_step(steps: DeviceSteps) -> float | None:
     """Device time over steady steps / their count: what a synchronized clock around them reads."""
-    if not steps:
+    if not len(steps):
         return None
-    return sum(st.duration_ns for st in steps) / len(steps) / 1e9
-
+    return int(steps.duration_ns.sum()) / len(steps) / 1e9

@@ -3,16 +3,20 @@
 Power comes as piecewise-constant segments (t0_ns, t1_ns, watts): from cumulative energy counters (NVML total
 energy in mJ, RAPL energy_uj with its wrap) as delta-energy over delta-time, or from instantaneous NVML power
 readings (the mean of two consecutive readings over the interval between them). Each segment's joules are split
-over the phases by the same interval arithmetic as the step breakdown (analyzers/steps.attribute), so "energy
-while waiting for input" means joules drawn during dataloader + h2d time.
+over the phases by the same rule as the step breakdown (analyzers/timeline_owner.py), so "energy while waiting
+for input" means joules drawn during dataloader + h2d time.
 """
 from __future__ import annotations
 
-import bisect
 import statistics
 
+import numpy as np
+
 from . import counters
-from .steps import ALL_PHASES, attribute
+from .step_columns import ALL_PHASES, Split, StepColumns, split_of_records
+from .timeline_owner import K, Intervals, Weight, device_partition, owned
+
+NO_INTERVALS = Intervals([], [], [])
 
 
 def gpu_segments(samples: list[dict]) -> list[tuple[int, int, float]]:
@@ -43,64 +47,39 @@ def rapl_segments(samples: list[dict]) -> list[tuple[int, int, float]]:
     return segs
 
 
-def phase_intervals(records, split: tuple | None = None) -> list[tuple[str, int, int]]:
-    """The intervals energy is split by: the host phases on CPU runs; on CUDA runs the device partition (the
-    same as time's, analyzers/device_timeline.py): the GPU's spans are its busy time, and the host's phases only
-    explain the gaps between them, so a DataLoader wait the GPU computed through is no energy spent waiting."""
-    from .steps import split_records
-    host, gpu, _ = split.legacy() if hasattr(split, "legacy") else split if split is not None else \
-        split_records(records)
-    if not gpu:
-        return host
-    union: list[list[int]] = []
-    for _, a, b in sorted(gpu, key=lambda iv: iv[1]):
-        if union and a <= union[-1][1]:
-            union[-1][1] = max(union[-1][1], b)
-        else:
-            union.append([a, b])
-    starts = [u[0] for u in union]
-    out = list(gpu)
-    for phase, s, e in host:   # each host interval less the device's busy time
-        cur, i = s, max(0, bisect.bisect_right(starts, s) - 1)
-        while i < len(union) and union[i][0] < e:
-            a, b = union[i]
-            if b > cur:
-                if a > cur:
-                    out.append((phase, cur, min(a, e)))
-                cur = max(cur, b)
-            i += 1
-        if cur < e:
-            out.append((phase, cur, e))
-    return out
+def phase_intervals(records=(), split: Split | None = None) -> tuple[Intervals, Intervals | None]:
+    """(host, gpu) intervals energy is split by (`split`: the records' step_columns.Split when the caller has
+    it). CPU runs (gpu None): the host phases. CUDA runs: the device partition, the same as time's
+    (analyzers/device_timeline.py): the GPU's spans are its busy time, and the host's phases only explain the
+    gaps between them, so a DataLoader wait the GPU computed through is no energy spent waiting."""
+    if split is None:
+        split = split_of_records(records)
+    return Intervals(*split.host), (Intervals(*split.gpu) if split.has_gpu else None)
 
 
-def integrate(steps, intervals, segments) -> list[dict]:
-    """Per step: {"index", "joules", "phases": {phase: joules}}; segments are summed (several sources)."""
-    segments = sorted(segments)
-    seg_starts = [s[0] for s in segments]
-    ivs = sorted(intervals, key=lambda iv: iv[1])
-    iv_starts = [iv[1] for iv in ivs]
-    longest = max((e - s for _, s, e in ivs), default=0)
-    longest_seg = max((b - a for a, b, _ in segments), default=0)
-    out = []
-    for st in steps:
-        lo = bisect.bisect_left(iv_starts, st.start_ns - longest)
-        hi = bisect.bisect_left(iv_starts, st.end_ns)
-        local = [iv for iv in ivs[lo:hi] if iv[2] > st.start_ns]
-        phases = dict.fromkeys(ALL_PHASES, 0.0)
-        j0 = bisect.bisect_left(seg_starts, st.start_ns - longest_seg)
-        j1 = bisect.bisect_left(seg_starts, st.end_ns)
-        covered = 0
-        for a, b, watts in segments[j0:j1]:
-            a, b = max(a, st.start_ns), min(b, st.end_ns)
-            if b <= a:
-                continue
-            covered += b - a
-            for p, ns in attribute(local, a, b).items():
-                phases[p] += watts * ns / 1e9
-        out.append({"index": st.index, "joules": sum(phases.values()), "phases": phases,
-                    "covered_ns": covered, "duration_ns": st.duration_ns})
-    return out
+def integrate(steps, intervals: tuple, segments) -> dict:
+    """Per step (arrays, in the steps' order): "index", "joules", "phases" (n x ALL_PHASES joules),
+    "covered_ns" (power-segment time inside the step, summed over segments), "duration_ns". Segments of several
+    sources are added."""
+    cols = StepColumns.of(steps)
+    seg = np.array([(a, b) for a, b, _ in segments], dtype=np.int64).reshape(-1, 2)
+    watts = Weight(seg[:, 0], seg[:, 1], [w for _, _, w in segments])
+    a, b = cols.start_ns, cols.end_ns
+    host, gpu = intervals
+    if gpu is None:
+        ns_w = owned(host, a, b, weight=watts)
+    else:
+        busy, idle = device_partition(host, gpu, a, b, weight=watts)
+        ns_w = idle
+        ns_w[:, :K] += busy[:, :K]
+    phases = ns_w / 1e9
+    count = Weight(seg[:, 0], seg[:, 1], np.ones(len(seg)))
+    covered = owned(NO_INTERVALS, a, b, weight=count)[:, K] if len(a) else np.zeros(0)
+    return {"index": cols.index, "joules": phases.sum(axis=1), "phases": phases, "covered_ns": covered,
+            "duration_ns": cols.duration_ns}
+
+
+PER_STEP_POINTS = 2000   # the energy-per-step series: bucket means beyond this many steps (never one per step)
 
 
 def summarize(steps, steady, intervals, sources: dict[str, list]) -> dict:
@@ -108,33 +87,46 @@ def summarize(steps, steady, intervals, sources: dict[str, list]) -> dict:
     sources = {k: v for k, v in sources.items() if v}
     if not sources:
         return {"available": False}
-    if not steps:
+    if not len(steps):
         return {"available": False, "reason": "power was sampled but no training steps were detected"}
     all_segs = [s for segs in sources.values() for s in segs]
-    per_step = integrate(steps, intervals, all_segs)
-    steady_idx = {s.index for s in steady}
-    chosen = [p for p in per_step if p["index"] in steady_idx and p["covered_ns"] > 0]
-    if not chosen:
+    per = integrate(steps, intervals, all_segs)
+    steady_idx = StepColumns.of(steady).index
+    chosen = np.isin(per["index"], steady_idx) & (per["covered_ns"] > 0)
+    if not chosen.any():
         return {"available": False, "reason": "no power sample covered a training step (steps too few or too short "
                                               "for the sampling interval)"}
-    total = sum(p["joules"] for p in chosen)
-    by_phase = {ph: sum(p["phases"][ph] for p in chosen) for ph in ALL_PHASES}
+    joules = per["joules"][chosen]
+    total = float(joules.sum())
+    by_phase = dict(zip(ALL_PHASES, per["phases"][chosen].sum(axis=0).tolist()))
     by_source = {}
     for name, segs in sources.items():
-        by_source[name] = {"joules": sum(p["joules"] for p in integrate(steady, intervals, segs)),
+        by_source[name] = {"joules": float(integrate(steady, intervals, segs)["joules"].sum()),
                            "mean_watts": statistics.fmean(w for _, _, w in segs)}
     waiting = by_phase["dataloader"] + by_phase["h2d"]
-    coverage = sum(p["covered_ns"] for p in chosen) / max(1, sum(p["duration_ns"] for p in chosen))
+    coverage = float(per["covered_ns"][chosen].sum()) / max(1, int(per["duration_ns"][chosen].sum()))
     return {
-        "available": True, "sources": by_source, "steps": len(chosen),
+        "available": True, "sources": by_source, "steps": int(chosen.sum()),
         "joules_total": total,
-        "joules_per_step_median": statistics.median(p["joules"] for p in chosen),
+        "joules_per_step_median": float(np.median(joules)),
         "phase_joules": by_phase,
         "phase_share": {ph: (v / total if total > 0 else 0.0) for ph, v in by_phase.items()},
         "waiting_for_input_share": waiting / total if total > 0 else 0.0,
         "coverage": coverage,
-        "per_step": [{"index": p["index"], "joules": p["joules"]} for p in per_step],
+        "per_step": _series(per["index"], per["joules"]),
     }
+
+
+def _series(index: np.ndarray, joules: np.ndarray) -> list[dict]:
+    """Joules per step, as bucket means (index: the bucket's centre) beyond PER_STEP_POINTS steps."""
+    k = -(-len(index) // PER_STEP_POINTS)
+    if k <= 1:
+        return [{"index": i, "joules": j} for i, j in zip(index.tolist(), joules.tolist())]
+    edges = np.arange(0, len(index), k)
+    cnt = np.diff(np.append(edges, len(index)))
+    mid = np.add.reduceat(index.astype(np.float64), edges) / cnt
+    return [{"index": i, "joules": j, "steps": c} for i, j, c in
+            zip(mid.tolist(), (np.add.reduceat(joules, edges) / cnt).tolist(), cnt.tolist())]
 
 
 def finding(energy: dict, note_at: float) -> dict | None:

@@ -43,11 +43,13 @@ class Step:
 def attribute(intervals: list, start: int, end: int) -> dict:
     """Nanoseconds per phase in [start, end): innermost covering interval wins, then PRIORITY; rest 'other'."""
     out = dict.fromkeys(ALL_PHASES, 0)
-    clipped = [(p, max(s, start), min(e, end)) for p, s, e in intervals if e > start and s < end]
+    # (phase, clipped start, clipped end, start): innermost is the latest *start*, not the latest clipped one,
+    # so the owner of an instant does not depend on the window asked about (timeline_owner.py relies on it)
+    clipped = [(p, max(s, start), min(e, end), s) for p, s, e in intervals if e > start and s < end]
     if not clipped:
         out["other"] = end - start
         return out
-    cuts = sorted({start, end, *(s for _, s, _ in clipped), *(e for _, _, e in clipped)})
+    cuts = sorted({start, end, *(iv[1] for iv in clipped), *(iv[2] for iv in clipped)})
     # Sweep the elementary segments; intervals per step are few, so the linear scan is cheap.
     clipped.sort(key=lambda iv: iv[1])
     active: list = []
@@ -60,7 +62,7 @@ def attribute(intervals: list, start: int, end: int) -> dict:
         if not active:
             out["other"] += b - a
             continue
-        best = max(active, key=lambda iv: (iv[1], PRIORITY[iv[0]]))
+        best = max(active, key=lambda iv: (iv[3], PRIORITY[iv[0]]))
         out[best[0]] += b - a
     return out
 

@@ -111,19 +111,25 @@ def test_energy_follows_the_device_partition_on_cuda_runs():
     """A DataLoader wait the GPU computed through is no energy spent waiting: the device's spans are its busy
     time and the host's phases only explain the gaps (the time partition's rule, applied to joules)."""
     from haiprof.analyzers import energy
-    from haiprof.analyzers.steps import Step
+    from haiprof.analyzers.steps import ALL_PHASES, Step
 
     ms = 1_000_000
     # host: loads the next batch 0-60 ms while the GPU computes the last step 0-80 ms; then dispatches 60-70 ms
     records = [("dataloader", 0, 60 * ms), ("forward", 60 * ms, 70 * ms), ("gpu:forward", 0, 80 * ms),
                ("gpu:forward", 85 * ms, 100 * ms), ("@step", 100 * ms, 100 * ms)]
     ivs = energy.phase_intervals(records)
-    assert ("dataloader", 0, 60 * ms) not in ivs and not [iv for iv in ivs if iv[0] == "dataloader"]
+    assert ivs[1] is not None                                      # a CUDA run: split by the device partition
     steps = [Step(index=0, start_ns=0, end_ns=100 * ms)]
     per = energy.integrate(steps, ivs, [(0, 100 * ms, 100.0)])   # a flat 100 W
-    assert per[0]["phases"]["dataloader"] == 0.0
-    assert abs(per[0]["phases"]["forward"] - 9.5) < 1e-9          # 95 ms of device work at 100 W
-    assert abs(per[0]["phases"]["other"] - 0.5) < 1e-9             # the 5 ms gap: the host outside any phase
+    joules = dict(zip(ALL_PHASES, per["phases"][0].tolist()))
+    assert joules["dataloader"] == 0.0
+    assert abs(joules["forward"] - 9.5) < 1e-9          # 95 ms of device work at 100 W
+    assert abs(joules["other"] - 0.5) < 1e-9             # the 5 ms gap: the host outside any phase
+    assert per["covered_ns"][0] == 100 * ms
+    # the same host records without device spans: the DataLoader wait is 60 ms of the 100 W
+    cpu = energy.integrate(steps, energy.phase_intervals([r for r in records if not r[0].startswith("gpu:")]),
+                           [(0, 100 * ms, 100.0)])
+    assert abs(dict(zip(ALL_PHASES, cpu["phases"][0].tolist()))["dataloader"] - 6.0) < 1e-9
 
 
 def _cpu_samples(host_pct, main_pct, cores=2, n=6):

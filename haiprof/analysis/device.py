@@ -2,21 +2,29 @@
 shares, step time and verdict findings when the run has device spans; CPU-only runs are left as they are."""
 from __future__ import annotations
 
+import numpy as np
+
 from haiprof.analyzers import device_timeline as D
 from haiprof.analyzers import thresholds as T
 from haiprof.analyzers import verdict
-from haiprof.analyzers.steps import Step
+from haiprof.analyzers.step_columns import StepColumns
+
+# summary.json lists the device steps one by one up to this many; a longer run's are in RunData.device_steps
+# (the report's charts and slowest-steps table read those): a JSON object per step of a week-long run is not
+# a summary
+PER_STEP_MAX = 20_000
 
 
-def analyze(records, op_trace: dict | None, split: tuple | None = None) -> dict | None:
-    """{"phase_share", "steady_s", "findings", "summary"} on the device timeline; None without device spans."""
-    if split is not None and not (split.has_gpu if hasattr(split, "has_gpu") else split[1]):
+def analyze(records, op_trace: dict | None, split=None) -> dict | None:
+    """{"phase_share", "steady_s", "findings", "summary", "steps", "chart"} on the device timeline; None without
+    device spans. `split`: the records' step_columns.Split."""
+    if split is not None and not split.has_gpu:
         return None   # no device spans: a CPU run
     steps = D.device_steps(records, split)
     if not steps:
         return None
     steady = D.steady(steps, T.WARMUP_STEPS)
-    if any(r[0] == D.GPU_STEP_MARK for r in records):
+    if len(split.mark_times(D.GPU_STEP_MARK)) if split is not None else any(r[0] == D.GPU_STEP_MARK for r in records):
         density, source = 1.0, "kernels"   # `haiprof analyze`: the device intervals are the kernels themselves
     else:
         gpu = (op_trace or {}).get("gpu") or {}
@@ -28,8 +36,8 @@ def analyze(records, op_trace: dict | None, split: tuple | None = None) -> dict 
         return None
     steady_s = D.seconds_per_step(steady)
     findings = verdict.device_findings(sh, steady_s, source)
-    traced = sorted(st.duration_ns for st in steps if st.traced)
-    traced_s = traced[len(traced) // 2] / 1e9 if traced else None   # median: the export step is no regime
+    traced = np.sort(steps.duration_ns[steps.traced])
+    traced_s = int(traced[len(traced) // 2]) / 1e9 if len(traced) else None   # median: the export step is no regime
     # The tracing window samples a few steps. The profiler only ever slows a step, so traced steps much *faster*
     # than the steady ones (batches prefetched before the window, stalls outside it) mean the kernel-level view
     # describes another regime than the rest of the run.
@@ -56,26 +64,47 @@ def analyze(records, op_trace: dict | None, split: tuple | None = None) -> dict 
         "busy_share": busy_share, "idle_share": 1.0 - busy_share, "span_share": sh["busy_share"],
         "busy": sh["busy"], "idle_by_host": idle_by_host, "bound": sh["bound"], "launch_parts": sh["launch_parts"], "kernel_density": density,
         "kernel_source": source,
-        "per_step": [{"index": st.index, "start_ns": st.start_ns, "duration_s": st.duration_ns / 1e9,
-                      "busy_s": D.kernel_busy(st.busy, density) / 1e9, "traced": st.traced,
-                      **({"estimated_end": True} if st.estimated else {})} for st in steps],
-        "steps_estimated": sum(st.estimated for st in steps),
+        "steps_estimated": int(steps.estimated.sum()),
     }
+    busy_ns = D.kernel_busy_steps(steps, density)
+    if len(steps) <= PER_STEP_MAX:
+        summary["per_step"] = [
+            {"index": i, "start_ns": a, "duration_s": d / 1e9, "busy_s": b / 1e9, "traced": t, **({"estimated_end": True} if e else {})}
+            for i, a, d, b, t, e in zip(steps.index.tolist(), steps.start_ns.tolist(), steps.duration_ns.tolist(),
+                                        busy_ns.tolist(), steps.traced.tolist(), steps.estimated.tolist())]
+    else:
+        summary["per_step_omitted"] = (f"{len(steps)} steps: more than {PER_STEP_MAX} are not listed here; the "
+                                       f"report charts them")
     return {"phase_share": sh["phase_share"], "steady_s": steady_s, "findings": findings, "summary": summary,
-            "chart_steps": [_chart_step(st, dens) for st in steps]}
+            "steps": steps, "busy_ns": busy_ns, "density": dens}
 
 
-def _chart_step(st: D.DeviceStep, dens: float) -> Step:
-    """A device step as the step chart draws it, on the device clock: busy by phase (kernels and copies), idle
-    by what the host was doing ("idle:<cause>"), the gaps inside the compute spans as "idle:inside_spans"."""
-    ph: dict = {}
-    for p, v in st.busy.items():
-        if p in D.COMPUTE:
-            ph[p] = v * dens
-            ph["idle:inside_spans"] = ph.get("idle:inside_spans", 0) + v * (1.0 - dens)
-        else:
-            ph["busy:estimated" if p == "unrecorded" else p] = v
-    for cause, v in st.idle.items():
-        if v:
-            ph[f"idle:{cause}"] = ph.get(f"idle:{cause}", 0) + v
-    return Step(index=st.index, start_ns=st.start_ns, end_ns=st.end_ns, phases_ns=ph, traced=st.traced)
+def chart_steps(steps: D.DeviceSteps, dens: float, host_index: np.ndarray, host_start: np.ndarray) -> StepColumns:
+    """The device steps as the step chart draws them, on the device clock: busy by phase (kernels and copies),
+    idle by what the host was doing ("idle:<cause>"), the gaps inside the compute spans as "idle:inside_spans",
+    work assumed for an unresolved step as "busy:estimated". One row per host step (`host_index`, in order; a
+    step without device time, e.g. the first, is an empty slot at its host start), so the chart lines up with
+    every other chart of the report. Float ns: the kernel density scales the compute spans."""
+    names, cols = [], []
+    for p in D.PHASES:
+        v = steps.busy_of(p).astype(np.float64)
+        names.append(p)
+        cols.append(v * dens if p in D.COMPUTE else v)
+    names.append("busy:estimated")
+    cols.append(steps.busy_of("unrecorded").astype(np.float64))
+    compute = steps.busy[:, [D.BUSY.index(p) for p in D.COMPUTE]].sum(axis=1).astype(np.float64)
+    for j, cause in enumerate(D.ALL_PHASES):
+        names.append(f"idle:{cause}")
+        cols.append(steps.idle[:, j].astype(np.float64))
+    names.append("idle:inside_spans")
+    cols.append(compute * (1.0 - dens))
+    n = len(host_index)
+    row = np.searchsorted(host_index, steps.index)
+    ok = (row < n) & (host_index[np.minimum(row, n - 1)] == steps.index) if n else np.zeros(len(steps), bool)
+    phases = np.zeros((n, len(names)))
+    phases[row[ok]] = np.stack(cols, axis=1)[ok]
+    start, end = host_start.astype(np.int64).copy(), host_start.astype(np.int64).copy()
+    start[row[ok]], end[row[ok]] = steps.start_ns[ok], steps.end_ns[ok]
+    traced = np.zeros(n, dtype=bool)
+    traced[row[ok]] = steps.traced[ok]
+    return StepColumns(host_index, start, end, phases, traced, names)

@@ -62,8 +62,8 @@ def analyze(records: list, all_steps: list, samples: dict, status: dict, meta: d
 
     sources = {"gpu": energy.gpu_segments(samples.get("gpu", [])), "cpu": energy.rapl_segments(samples.get("rapl", []))}
     # the phase intervals only where there is power to split (a long run's records are not walked for nothing)
-    intervals = energy.phase_intervals(valid if valid is not None else iter_records(records), split) \
-        if any(sources.values()) else []
+    intervals = energy.phase_intervals(valid if valid is not None else iter_records(records),
+                                       split if hasattr(split, "has_gpu") else None) if any(sources.values()) else None
     en = energy.summarize(all_steps, steady, intervals, sources)
     if not en.get("available") and "reason" not in en:
         en["reason"] = "no power source: GPU (NVML): " + _why(status, "gpu", samples) + \

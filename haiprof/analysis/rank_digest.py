@@ -46,14 +46,16 @@ def step_table(steady, device_steps=None) -> dict:
         cols[p] = st.phase(p).astype(np.float64)
     cols["first_step"] = st.index.astype(np.float64)
     cols["steps"] = np.ones(n, dtype=np.float64)
-    if device_steps:   # device partition: "idle:*" keys are the device waiting, the rest it working
-        row = {int(k): i for i, k in enumerate(st.index.tolist())}
-        for d in device_steps:
-            i = row.get(d.index)
-            if i is not None:
-                idle = sum(v for k, v in d.phases_ns.items() if k.startswith("idle:"))
-                cols["device_idle_ns"][i] = idle
-                cols["device_busy_ns"][i] = sum(d.phases_ns.values()) - idle
+    if len(device_steps if device_steps is not None else ()):   # device partition: "idle:*" is the device waiting
+        dev = StepColumns.of(device_steps)
+        idle_cols = [j for j, k in enumerate(dev.names) if k.startswith("idle:")]
+        idle = dev.phases[:, idle_cols].sum(axis=1)
+        busy = dev.phases.sum(axis=1) - idle
+        at = np.searchsorted(dev.index, st.index)     # both in step order
+        ok = at < len(dev)
+        ok[ok] &= dev.index[at[ok]] == st.index[ok]
+        cols["device_idle_ns"][ok] = idle[at[ok]]
+        cols["device_busy_ns"][ok] = busy[at[ok]]
     size = -(-n // MAX_ROWS) if n > MAX_ROWS else 1
     if size > 1:
         edges = np.arange(0, n, size)

@@ -43,7 +43,9 @@ class RunData:
     samples: dict = field(default_factory=dict)        # collector -> list of sample dicts
     status: dict = field(default_factory=dict)         # collector -> {"available", "reason"}
     timelines: dict = field(default_factory=dict)      # panel -> series, ready to plot
-    device_steps: list = field(default_factory=list)   # CUDA runs: steps on the device clock (device.py)
+    # CUDA runs: the steps on the device clock as the step chart draws them (device.chart_steps: StepColumns on
+    # the host steps' rows, phases "busy" by phase and "idle:<cause>", float ns)
+    device_steps: list = field(default_factory=list)
     ranks_grid: dict = field(default_factory=dict)     # a job: ranks x step buckets (analyzers/rank_spread.grid)
 
 
@@ -189,16 +191,10 @@ def analyze(run_dir: RunDir, extra_findings: list | None = None) -> RunData:
         if not meta.get("steps_from_run"):   # else the steps are the run's own, beside the trace it recorded
             step_info["boundary"] = "ProfilerStep annotations" if n else "none (no ProfilerStep annotations)"
         timelines["trace"] = trace
-    return RunData(run_dir, meta, summary, all_steps, samples, status, timelines,
-                   _on_host_axis(device["chart_steps"], all_steps) if device is not None else [])
-
-
-def _on_host_axis(device_steps: list, host_steps: list) -> list:
-    """The device steps on the host steps' categories (an empty slot where a step has no device time, e.g. the
-    first), so the device-clock step chart lines up with every other chart of the report."""
-    by_index = {st.index: st for st in device_steps}
-    return [by_index.get(h.index) or step_analysis.Step(h.index, h.start_ns, h.start_ns, {}, h.traced)
-            for h in host_steps]
+    # the device steps on the host steps' rows (the step chart on the device clock lines up with the others)
+    chart = device_analysis.chart_steps(device["steps"], device["density"], all_steps.index, all_steps.start_ns) \
+        if device is not None else []
+    return RunData(run_dir, meta, summary, all_steps, samples, status, timelines, chart)
 
 
 # -- op-level trace: launch analysis -----------------------------------------------------------------------------

@@ -2,6 +2,8 @@
 copies (summary["gpu"]) and device memory per step (summary["memory"]). Reads the finished summary only."""
 from __future__ import annotations
 
+import numpy as np
+
 from . import charts
 from .escape import esc
 
@@ -16,26 +18,51 @@ def _pct(x) -> str:
     return "n/a" if x is None else f"{100 * x:.0f}%"
 
 
-def _busy_chart(dev: dict, warmup: int, host_steps: list) -> dict:
+def _device_per_step(d, dev: dict) -> dict:
+    """index, duration and busy (ms) and traced of each step with device time, as arrays: summary.json's
+    per_step, or (a run too long to list them there) the device step columns of RunData."""
+    per = dev.get("per_step")
+    if per is not None:
+        return {"index": np.array([p["index"] for p in per], dtype=np.int64),
+                "duration": np.array([p["duration_s"] * 1e3 for p in per]),
+                "busy": np.array([p["busy_s"] * 1e3 for p in per]),
+                "traced": np.array([bool(p.get("traced")) for p in per], dtype=bool)}
+    cols = getattr(d, "device_steps", None)
+    if cols is None or not len(cols) or not hasattr(cols, "phases"):
+        return {"index": np.zeros(0, np.int64), "duration": np.zeros(0), "busy": np.zeros(0),
+                "traced": np.zeros(0, bool)}
+    has = cols.end_ns > cols.start_ns          # rows of host steps without device time are empty slots
+    busy_cols = [j for j, k in enumerate(cols.names) if not k.startswith("idle:")]
+    return {"index": cols.index[has], "duration": (cols.end_ns - cols.start_ns)[has] / 1e6,
+            "busy": cols.phases[has][:, busy_cols].sum(axis=1) / 1e6, "traced": cols.traced[has]}
+
+
+def _busy_chart(d, dev: dict, warmup: int, host_steps: list) -> dict:
     """Busy/idle bars under the step chart's bars: one category per host step (a step without device time, the
     first one, keeps an empty slot), so bar i sits under bar i of "Time per step" and both shade the same steps."""
-    per = dev.get("per_step") or []
-    by_index = {p["index"]: p for p in per}
-    aligned = bool(host_steps) and len(host_steps) <= charts.MAX_BARS and by_index.keys() <= set(host_steps)
-    xs = list(host_steps) if aligned else [p["index"] for p in per]
-    busy = [by_index[i]["busy_s"] * 1e3 if i in by_index else None for i in xs]
-    idle = [max(0.0, (by_index[i]["duration_s"] - by_index[i]["busy_s"]) * 1e3) if i in by_index else None
-            for i in xs]
+    per = _device_per_step(d, dev)
+    n = len(per["index"])
+    aligned = bool(host_steps) and len(host_steps) <= charts.MAX_BARS and set(per["index"].tolist()) <= set(host_steps)
+    if aligned:
+        xs = list(host_steps)
+        at = {i: k for k, i in enumerate(per["index"].tolist())}
+        busy = [float(per["busy"][at[i]]) if i in at else None for i in xs]
+        idle = [max(0.0, float(per["duration"][at[i]] - per["busy"][at[i]])) if i in at else None for i in xs]
+    else:
+        xs, busy = per["index"].tolist(), per["busy"].tolist()
+        idle = np.maximum(0.0, per["duration"] - per["busy"]).tolist()
+    traced = per["index"][per["traced"]].tolist()
     totals = [(b or 0) + (i or 0) for b, i in zip(busy, idle)]
-    steady = [t for x, t in zip(xs, totals) if x in by_index and not by_index[x]["traced"] and x > warmup]
+    keep = set(per["index"][~per["traced"] & (per["index"] > warmup)].tolist())
+    steady = [t for x, t in zip(xs, totals) if x in keep]
     yaxis, notes = charts.clip_outliers(xs, totals, steady, "ms")
-    shapes = charts.StepAxis.shapes(xs[0], xs[-1], warmup, [p["index"] for p in per if p["traced"]]) if xs else []
+    shapes = charts.StepAxis.shapes(xs[0], xs[-1], warmup, traced) if xs else []
     title = "GPU busy (kernels and copies) and idle per step (device clock)"
     if len(xs) > charts.MAX_BARS:    # a long run: bucket means, never a JSON number per step
         xs, busy, idle = charts.thin(xs, busy, idle)
         totals = [(b or 0) + (i or 0) for b, i in zip(busy, idle)]
         yaxis, notes = charts.clip_outliers(xs, totals, totals, "ms")
-        title += f" (mean of {-(-len(per) // charts.MAX_BARS)} steps per bar)"
+        title += f" (mean of {-(-n // charts.MAX_BARS)} steps per bar)"
     return {"data": [{"type": "bar", "name": "GPU busy", "x": xs, "y": busy, "marker": {"color": "#4c78a8"}},
                      {"type": "bar", "name": "GPU idle", "x": xs, "y": idle, "marker": {"color": "#bab0ac"}}],
             "layout": charts._layout(title, "ms", barmode="stack", annotations=notes, yaxis=yaxis, shapes=shapes,
@@ -127,7 +154,7 @@ def section_gpu(d, figs) -> str:
         parts.append(f"<p>On the device clock a steady step takes {dev['steady_step_s'] * 1e3:.1f} ms: the GPU is "
                      f"busy {_pct(dev['busy_share'])} (kernels and copies) and idle {_pct(dev['idle_share'])} "
                      f"of it.</p>")
-        figs["gpu-steps"] = _busy_chart(dev, d.summary.get("warmup_steps_excluded", 0), host_steps)
+        figs["gpu-steps"] = _busy_chart(d, dev, d.summary.get("warmup_steps_excluded", 0), host_steps)
         rows = "".join(f"<tr><td>{esc(IDLE_LABELS.get(k, k))}</td><td>{_pct(v)}</td><td>{_pct(v / total_idle)}</td></tr>"
                        for k, v in sorted(idle.items(), key=lambda kv: -kv[1]) if v >= 0.005)
         parts.append('<div class="chart" id="fig-gpu-steps"></div><h4>Why the GPU was idle</h4>'

@@ -138,7 +138,8 @@ def _energy(d, figs, missing) -> str:
     per = d.timelines.get("hardware", {}).get("energy_per_step", [])
     xs, ys = charts.thin([p["index"] for p in per], [p["joules"] for p in per])   # long runs: bucket means
     figs["hw-energy"] = {"data": [{"type": "bar", "x": xs, "y": ys, "name": "J/step"}],
-                         "layout": charts._layout("Energy per step" + ("" if len(xs) == len(per) else
+                         "layout": charts._layout("Energy per step" + ("" if len(xs) == len(per) and not any(
+                                                  p.get("steps", 1) > 1 for p in per) else
                                                   " (mean per bucket of steps)"), "J",
                                                   xaxis={"title": {"text": "step"}, "exponentformat": "none"})}
     shares = ", ".join(f"{k} {100 * v:.0f}%" for k, v in en["phase_share"].items() if v > 0.005)

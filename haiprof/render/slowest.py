@@ -3,16 +3,30 @@ host and the GPU did around it and what else happened in it, so a long run's sta
 Each step number is a link that zooms the step chart onto that step (render/js/steps.js)."""
 from __future__ import annotations
 
+import numpy as np
+
 from .escape import esc
+from .gpu import _device_per_step
 
 PHASE_ORDER = ("dataloader", "h2d", "forward", "backward", "optimizer", "allreduce", "other")
 
 
 def _gpu(per_step: dict, step: int) -> str:
     p = per_step.get(step)
-    if not p or not p.get("duration_s"):
+    if not p or not p[0]:
         return ""
-    return f"GPU busy {p['busy_s'] * 1e3:.3g} of {p['duration_s'] * 1e3:.3g} ms"
+    return f"GPU busy {p[1]:.3g} of {p[0]:.3g} ms"
+
+
+def _device_of(d, steps: list) -> dict:
+    """step -> (device ms, GPU busy ms) of the given steps (CUDA runs)."""
+    dev = d.summary.get("device") or {}
+    if not dev:
+        return {}
+    per = _device_per_step(d, dev)
+    at = np.searchsorted(per["index"], steps)
+    return {s: (float(per["duration"][k]), float(per["busy"][k])) for s, k in zip(steps, at.tolist())
+            if k < len(per["index"]) and per["index"][k] == s}
 
 
 def section_slowest(d, figs) -> str:
@@ -20,7 +34,7 @@ def section_slowest(d, figs) -> str:
     if len(rows) < 2:
         return ""
     median = (d.summary.get("step_time_s") or {}).get("median")
-    per_step = {p["index"]: p for p in ((d.summary.get("device") or {}).get("per_step") or [])}
+    per_step = _device_of(d, [int(r["step"]) for r in rows])
     head = "".join(f"<th>{p}</th>" for p in PHASE_ORDER)
     body = []
     for r in rows:

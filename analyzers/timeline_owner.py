@@ -1,0 +1,177 @@
+"""Who owns each instant of a timeline, over numpy columns, and how much of it each phase owns in many pieces at
+once: step windows, the gaps in the device's work, power segments.
+
+The owner of an instant is the rule of steps.attribute: the innermost interval covering it (the latest start),
+ties broken by PRIORITY; no interval, "other". It does not depend on the window asked about, so one pass over
+the sorted intervals serves every window: each instant finds the latest-started interval before it, and when
+that one has already ended, climbs `up` pointers (each interval's nearest earlier interval that outlasts it)
+until one still runs. Nesting is shallow in training loops (h2d inside forward, forward re-run inside
+backward), so the climb takes a few vectorised rounds, whatever the run's length.
+
+Pieces are taken BLOCK at a time: the temporaries are a block's, a million-step run is never a million-row
+Python list. Pure functions: arrays in, arrays out.
+"""
+from __future__ import annotations
+
+import numpy as np
+
+from .step_columns import PHASES, PRIORITY
+
+K = len(PHASES)           # phase codes 0..K-1 (step_columns.CODE); column K is "other" (nothing ran)
+BLOCK = 1 << 16           # pieces a block
+_RANK = np.array([PRIORITY[p] for p in PHASES], dtype=np.int64)
+_I64_MIN = np.iinfo(np.int64).min
+
+
+class Intervals:
+    """Phase intervals sorted by (start, priority), with the running maximum of their ends and `up`."""
+
+    def __init__(self, phase, start, end):
+        phase, start, end = (np.asarray(x, dtype=np.int64) for x in (phase, start, end))
+        keep = end >= start
+        phase, start, end = phase[keep], start[keep], end[keep]
+        order = np.lexsort((_RANK[phase], start)) if len(start) else np.zeros(0, dtype=np.int64)
+        self.phase, self.start, self.end = phase[order], start[order], end[order]
+        self.max_end = np.maximum.accumulate(self.end) if len(self.end) else self.end
+        self.up = _outlasting(self.end, self.max_end)
+
+    @classmethod
+    def of(cls, split_part) -> "Intervals":
+        """From a step_columns.Split's (phase code, start, end) arrays."""
+        return cls(*split_part)
+
+    def __len__(self) -> int:
+        return len(self.start)
+
+    def union_gaps(self) -> tuple[np.ndarray, np.ndarray]:
+        """(start, end) of the gaps between the union of the intervals, with an open gap before the first and
+        after the last (int64 extremes): where none of them runs."""
+        big = np.iinfo(np.int64).max
+        if not len(self):
+            return np.array([_I64_MIN]), np.array([big])
+        starts = self.start[1:]
+        before = self.max_end[:-1]
+        gap = starts > before
+        return (np.concatenate([[_I64_MIN], before[gap], self.max_end[-1:]]),
+                np.concatenate([self.start[:1], starts[gap], [big]]))
+
+
+def _outlasting(end: np.ndarray, max_end: np.ndarray) -> np.ndarray:
+    """up[j]: the latest interval before j (in sort order) that ends after j does, -1 if none: the one that
+    covers the instants right after j ends. Pointer jumping: ptr[j] skips only intervals ending no later than
+    j, so following a candidate's ptr never skips the answer."""
+    n = len(end)
+    up = np.full(n, -1, dtype=np.int64)
+    if n < 2:
+        return up
+    before = np.concatenate([[_I64_MIN], max_end[:-1]])
+    todo = np.flatnonzero(before > end)          # something earlier outlasts j: find the latest such
+    ptr = np.full(n, -1, dtype=np.int64)
+    ptr[todo] = todo - 1
+    while len(todo):
+        cand = ptr[todo]
+        hit = end[cand] > end[todo]
+        up[todo[hit]] = cand[hit]
+        ptr[todo[hit]] = cand[hit]
+        rest, cand = todo[~hit], cand[~hit]
+        ptr[rest] = ptr[cand]                    # everything in (ptr[cand], cand] ends by end[cand] <= end[rest]
+        todo = rest
+    return up
+
+
+def owner_at(iv: Intervals, t: np.ndarray) -> np.ndarray:
+    """The phase code owning each instant t (K: no interval runs)."""
+    if not len(iv):
+        return np.full(len(t), K, dtype=np.int64)
+    j = np.searchsorted(iv.start, t, side="right") - 1
+    todo = np.flatnonzero(j >= 0)
+    todo = todo[iv.end[j[todo]] <= t[todo]]      # the latest-started one has ended: climb
+    while len(todo):
+        j[todo] = iv.up[j[todo]]
+        todo = todo[j[todo] >= 0]
+        todo = todo[iv.end[j[todo]] <= t[todo]]
+    return np.where(j >= 0, iv.phase[np.maximum(j, 0)], K)
+
+
+class Weight:
+    """A piecewise-constant function of time (e.g. watts summed over power sources): value[i] on
+    [times[i], times[i + 1]), 0 outside. From (t0, t1, value) segments, overlapping ones added."""
+
+    def __init__(self, t0, t1, value):
+        t0, t1 = np.asarray(t0, dtype=np.int64), np.asarray(t1, dtype=np.int64)
+        value = np.asarray(value, dtype=np.float64)
+        ok = t1 > t0
+        times = np.concatenate([t0[ok], t1[ok]])
+        delta = np.concatenate([value[ok], -value[ok]])
+        order = np.argsort(times, kind="stable")
+        times, level = times[order], np.cumsum(delta[order])
+        last = np.r_[times[1:] != times[:-1], True] if len(times) else np.zeros(0, dtype=bool)
+        self.times, self.value = times[last], level[last]   # the level after every change at that time
+
+    def at(self, t: np.ndarray) -> np.ndarray:
+        i = np.searchsorted(self.times, t, side="right") - 1
+        return np.where(i >= 0, self.value[np.maximum(i, 0)], 0.0) if len(self.times) else np.zeros(len(t))
+
+
+def owned(iv: Intervals, a, b, group=None, n_groups: int | None = None, weight: Weight | None = None) -> np.ndarray:
+    """(n_groups, K + 1) float64: per group, the time (ns; or ns x weight) each phase owns in its pieces [a[i],
+    b[i]) (sorted, not overlapping; piece i belongs to group[i], non-decreasing; default: each its own); the
+    last column is time no interval covers."""
+    a, b = np.asarray(a, dtype=np.int64), np.asarray(b, dtype=np.int64)
+    group = np.arange(len(a)) if group is None else np.asarray(group, dtype=np.int64)
+    n_groups = len(a) if n_groups is None else n_groups
+    out = np.zeros((n_groups, K + 1))
+    for i0 in range(0, len(a), BLOCK):
+        i1 = min(len(a), i0 + BLOCK)
+        _owned_block(iv, a[i0:i1], b[i0:i1], group[i0:i1], weight, out)
+    return out
+
+
+def _owned_block(iv: Intervals, a, b, group, weight, out) -> None:
+    t0, t1 = int(a[0]), int(b[-1])
+    lo = int(np.searchsorted(iv.max_end, t0, side="right"))   # before lo every interval ended by t0
+    hi = int(np.searchsorted(iv.start, t1, side="left"))      # from hi on every interval starts at or after t1
+    cuts = [a, b, iv.start[lo:hi], iv.end[lo:hi]]
+    if weight is not None:
+        w0, w1 = np.searchsorted(weight.times, [t0, t1])
+        cuts.append(weight.times[w0:w1])
+    cuts = np.unique(np.clip(np.concatenate(cuts), t0, t1))
+    s, e = cuts[:-1], cuts[1:]
+    piece = np.searchsorted(b, s, side="right")               # the first piece ending after s
+    inside = piece < len(b)
+    inside[inside] &= a[piece[inside]] <= s[inside]           # not in a gap between pieces
+    s, e, piece = s[inside], e[inside], piece[inside]
+    length = (e - s).astype(np.float64)
+    if weight is not None:
+        length *= weight.at(s)
+    g = group[piece] - group[0]
+    span = int(group[-1] - group[0]) + 1
+    sums = np.bincount(g * (K + 1) + owner_at(iv, s), weights=length, minlength=span * (K + 1))
+    out[group[0]:group[0] + span] += sums.reshape(span, K + 1)
+
+
+def cut_pieces(a, b, gap_a, gap_b) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
+    """The parts of windows [a[i], b[i]) (sorted, not overlapping) inside gaps [gap_a, gap_b) (sorted, not
+    overlapping): (start, end, window) of each non-empty part, in time order."""
+    a, b = np.asarray(a, dtype=np.int64), np.asarray(b, dtype=np.int64)
+    lo = np.searchsorted(gap_b, a, side="right")              # the first gap ending after the window starts
+    hi = np.searchsorted(gap_a, b, side="left")               # gaps from hi on start at or after its end
+    count = np.maximum(hi - lo, 0)
+    window = np.repeat(np.arange(len(a)), count)
+    first = np.repeat(lo - np.concatenate([[0], np.cumsum(count)[:-1]]), count) if len(a) else window
+    k = first + np.arange(len(window))
+    ps, pe = np.maximum(gap_a[k], a[window]), np.minimum(gap_b[k], b[window])
+    keep = pe > ps
+    return ps[keep], pe[keep], window[keep]
+
+
+def device_partition(host: Intervals, gpu: Intervals, a, b, weight: Weight | None = None):
+    """(busy, idle) per window [a[i], b[i]) (sorted, not overlapping), each (n, K + 1): busy, the device's own
+    phase spans by the owner rule (the last column: no span ran); idle, the instants no device span ran split
+    by the host phase then running (the last column: none)."""
+    n = len(a)
+    busy = owned(gpu, a, b, weight=weight)
+    ga, gb = gpu.union_gaps()
+    ps, pe, window = cut_pieces(a, b, ga, gb)
+    idle = owned(host, ps, pe, window, n, weight) if len(ps) else np.zeros((n, K + 1))
+    return busy, idle
