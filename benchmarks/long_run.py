@@ -9,6 +9,9 @@ own system samples: the process tree, haiprof's collectors included) over the fi
 run; the run's wall time; then `haiprof report` on the finished directory in a child process: wall time, peak
 RSS (the child's rusage) and report.html size. 10,000,000 steps take about an hour on 2 cores.
 
+`--synthetic N --seed-run DIR`: the same with a recorded run directory as the seed (a run recorded on a GPU:
+its CUDA-event spans make the report go through the device timeline); its tracing-window marks are not repeated.
+
 `--synthetic N`: a real 20,000-step run of the same loop is the seed; a child process feeds haiprof's phase
 writer (RunDir.phase_appender: the chunk encoder and file the run itself uses) the seed's records repeated with
 shifted times until N steps, one flush per 1,250 steps as a run of this loop flushes every 0.5 s. Printed: bytes
@@ -97,7 +100,8 @@ def write(steps: int, seed_run: Path, out: Path) -> None:
     records = RunDir(seed_run).read_phase_records()
     marks = [r[1] for r in records if r[0] == "@step"]
     period, base_steps = marks[-1] - marks[0], len(marks) - 1
-    body = [tuple(r) for r in records if marks[0] < r[1] <= marks[-1]]
+    # one tracing window is the seed's, not one per repetition
+    body = [tuple(r) for r in records if marks[0] < r[1] <= marks[-1] and r[0] not in ("@trace-begin", "@trace-end")]
     del records
     per_step = len(body) / base_steps
     run = RunDir.create(out)
@@ -145,6 +149,8 @@ def main() -> int:
     ap.add_argument("--real", "--steps", type=int, nargs="*", default=[], dest="real")
     ap.add_argument("--synthetic", type=int, nargs="*", default=[])
     ap.add_argument("--seed-steps", type=int, default=20000, help="steps of the real run the synthetic ones repeat")
+    ap.add_argument("--seed-run", type=Path, help="repeat this run directory's records instead (e.g. a run recorded "
+                                                    "on a GPU: its device spans make the report a CUDA run's)")
     ap.add_argument("--write", nargs=3, help=argparse.SUPPRESS)   # the synthetic writer's child process
     a = ap.parse_args()
     if a.write:
@@ -154,13 +160,17 @@ def main() -> int:
         tmp = Path(d)
         for n in a.real:
             real(n, tmp)
-        if a.synthetic:
+        if a.synthetic and a.seed_run:
+            if not (a.seed_run / "meta.json").is_file():
+                raise SystemExit(f"--seed-run: no run directory at {a.seed_run}")
+            seed = a.seed_run
+        elif a.synthetic:
             script = tmp / "tiny_loop.py"
             script.write_text(LOOP)
             seed = tmp / "seed"
             _haiprof("run", "--quiet", "--trace-steps", "0", "--out", seed, script, a.seed_steps, check=True)
-            for n in a.synthetic:
-                synthetic(n, seed, tmp)
+        for n in a.synthetic:
+            synthetic(n, seed.resolve(), tmp)
     return 0
 
 

@@ -23,8 +23,13 @@ import numpy as np
 MS, GAP, T0 = 1_000_000, 20_000, 10**12
 
 
-def write_run(out: Path, n: int, slow_at: int, seed: int = 0) -> None:
-    """A finished CPU run of n steps written as `haiprof run` writes it (meta.json, status.jsonl, phases.bin)."""
+LAG = 50_000   # ns from a host phase's start to its device span's (cuda=True)
+
+
+def write_run(out: Path, n: int, slow_at: int, seed: int = 0, cuda: bool = False) -> None:
+    """A finished CPU run of n steps written as `haiprof run` writes it (meta.json, status.jsonl, phases.bin).
+    cuda: each forward, backward and optimizer also has its CUDA-event span ("gpu:<phase>"), starting 50 us
+    after the host's and 90% as long, so the report goes through the device timeline."""
     from haiprof.phasestore import encode_chunk
 
     rng = np.random.default_rng(seed)
@@ -48,10 +53,14 @@ def write_run(out: Path, n: int, slow_at: int, seed: int = 0) -> None:
         "end_time": 1.8e9 + (int(end[-1]) - T0) / 1e9, "host": "synthetic", "cpu_count": 2, "gpus": []}))
     with open(out / "phases.bin", "wb") as fh:
         recs = [("@step", cols[0][0], cols[0][0])]
+        mark = cols[7] if cuda else cols[8]   # on CUDA runs optimizer.step's end is the mark (its span's end: the device's)
         for i in range(n):
             recs += [("dataloader", cols[0][i], cols[1][i]), ("forward", cols[2][i], cols[3][i]),
                      ("backward", cols[4][i], cols[5][i]), ("optimizer", cols[6][i], cols[7][i]),
-                     ("@step", cols[8][i], cols[8][i])]
+                     ("@step", mark[i], mark[i])]
+            if cuda:
+                recs += [("gpu:" + p, cols[k][i] + LAG, cols[k][i] + LAG + (cols[k + 1][i] - cols[k][i]) * 9 // 10)
+                         for p, k in (("forward", 2), ("backward", 4), ("optimizer", 6))]
             if i % 10_000 == 5_000:
                 recs.append(("@loader", cols[0][i] + 1, cols[0][i] + 1))
             if len(recs) >= 6000:
