@@ -15,7 +15,7 @@ from __future__ import annotations
 
 import numpy as np
 
-from .step_columns import PHASES, PRIORITY
+from .step_columns import PHASES, PRIORITY, sorted_unique
 
 K = len(PHASES)           # phase codes 0..K-1 (step_columns.CODE); column K is "other" (nothing ran)
 BLOCK = 1 << 16           # pieces a block
@@ -135,7 +135,7 @@ def _owned_block(iv: Intervals, a, b, group, weight, out) -> None:
     if weight is not None:
         w0, w1 = np.searchsorted(weight.times, [t0, t1])
         cuts.append(weight.times[w0:w1])
-    cuts = np.unique(np.clip(np.concatenate(cuts), t0, t1))
+    cuts = sorted_unique(np.clip(np.concatenate(cuts), t0, t1))
     s, e = cuts[:-1], cuts[1:]
     piece = np.searchsorted(b, s, side="right")               # the first piece ending after s
     inside = piece < len(b)

@@ -11,6 +11,7 @@ from hypothesis import strategies as st
 
 from haiprof.analyzers import step_columns as C
 from haiprof.analyzers import steps as S
+from haiprof.analyzers import timeline_owner as O
 from haiprof.phasestore import PhaseColumns, encode_chunk, read_columns
 from haiprof.rundir import RunDir
 
@@ -63,16 +64,16 @@ def runs(draw):
 @given(runs())
 def test_columns_equal_the_per_window_sweep(records):
     want, source = reference(records)
-    for block in (C.BLOCK, 1, 2, 5):   # the partition in blocks of windows: the same steps
+    for block in (O.BLOCK, 1, 2, 5):   # the partition in blocks of windows: the same steps
         _check(records, want, source, block)
 
 
 def _check(records, want, source, block):
-    saved, C.BLOCK = C.BLOCK, block
+    saved, O.BLOCK = O.BLOCK, block
     try:
         steps, info = S.build_steps(records)
     finally:
-        C.BLOCK = saved
+        O.BLOCK = saved
     assert info["boundary"] == source
     assert len(steps) == len(want)
     for i, (st_, (a, b, ph, traced)) in enumerate(zip(steps, want)):
