@@ -54,7 +54,7 @@ class DeviceStep:
 
 class DeviceSteps:
     """The device steps as columns: index (the host step), start_ns, end_ns, busy (n x BUSY ns), idle (n x
-    ALL_PHASES ns), traced, estimated. Reads as a sequence of DeviceStep too."""
+    ALL_PHASES ns; both whole ns in float64), traced, estimated. Reads as a sequence of DeviceStep too."""
 
     def __init__(self, index, start_ns, end_ns, busy, idle, traced, estimated):
         self.index, self.start_ns, self.end_ns = index, start_ns, end_ns
@@ -72,6 +72,14 @@ class DeviceSteps:
 
     def busy_of(self, phase: str) -> np.ndarray:
         return self.busy[:, BUSY.index(phase)]
+
+    def select(self, mask: np.ndarray) -> "DeviceSteps":
+        """The steps a mask keeps: views when they are one run of rows (all of them, or all after the warm-up and
+        the tracing window), a copy only otherwise."""
+        kept = np.flatnonzero(mask)
+        if len(kept) and kept[-1] - kept[0] + 1 == len(kept):
+            return self.take(slice(int(kept[0]), int(kept[-1]) + 1))
+        return self.take(kept)
 
     def take(self, which) -> "DeviceSteps":
         return DeviceSteps(self.index[which], self.start_ns[which], self.end_ns[which], self.busy[which],
@@ -94,7 +102,7 @@ class DeviceSteps:
         est = bool(self.estimated[i])
         busy = {p: int(v) for p, v in zip(BUSY, self.busy[i].tolist()) if p != "unrecorded" or est}
         return DeviceStep(int(self.index[i]), int(self.start_ns[i]), int(self.end_ns[i]), busy,
-                          dict(zip(ALL_PHASES, self.idle[i].tolist())), bool(self.traced[i]), est)
+                          {p: int(v) for p, v in zip(ALL_PHASES, self.idle[i].tolist())}, bool(self.traced[i]), est)
 
     def __iter__(self):
         return (self[i] for i in range(len(self)))
@@ -154,10 +162,11 @@ def _clip_eval(a: np.ndarray, b: np.ndarray, blocks: list) -> np.ndarray:
 
 
 def _rows(busy: np.ndarray, idle: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
-    """device_partition's (n, K + 1) float sums as the BUSY and ALL_PHASES integer columns."""
-    b = np.zeros((len(busy), len(BUSY)), dtype=np.int64)
-    b[:, :K] = np.rint(busy[:, :K])
-    return b, np.rint(idle).astype(np.int64)
+    """device_partition's (n, K + 1) sums as the BUSY and ALL_PHASES columns, in place: whole ns (exact in float64
+    up to 104 days a step); busy's last column ("no span ran", the idle total) becomes "unrecorded"."""
+    np.rint(busy, out=busy)
+    busy[:, K] = 0
+    return busy, np.rint(idle, out=idle)
 
 
 def device_steps(records=(), split: Split | None = None) -> DeviceSteps:
@@ -173,7 +182,7 @@ def device_steps(records=(), split: Split | None = None) -> DeviceSteps:
     else:
         ends, known = _aligned_ends(split.host, split.gpu, step_marks)
     ends = _never_earlier(ends, known)
-    host, gpu = Intervals(*split.host), Intervals(*split.gpu)
+    host, gpu = split.intervals("host"), split.intervals("gpu")
     k = np.arange(1, len(step_marks))
     k = k[known[k - 1] & known[k]]
     a, b = ends[k - 1], ends[k]
@@ -184,7 +193,8 @@ def device_steps(records=(), split: Split | None = None) -> DeviceSteps:
     marks += [(TRACE_END, t) for t in split.mark_times(TRACE_END).tolist()]
     traced = traced_mask(step_marks[k - 1], step_marks[k], trace_windows(marks))
     steps = DeviceSteps(k, a, b, busy, idle, traced, np.zeros(len(k), dtype=bool))
-    return steps.concat(_unresolved_tail(steps, ends, known, step_marks, host, gpu))
+    tail = _unresolved_tail(steps, ends, known, step_marks, host, gpu)
+    return steps.concat(tail) if len(tail) else steps
 
 
 def _unresolved_tail(steps: DeviceSteps, ends, known, step_marks, host: Intervals, gpu: Intervals) -> DeviceSteps:
@@ -279,9 +289,9 @@ def shares(steps: DeviceSteps, density: float | None) -> dict | None:
 def steady(steps: DeviceSteps, warmup: int) -> DeviceSteps:
     """Steps after warm-up (the first `warmup` host steps, and the slow start of a torch.compile or CUDA-graph
     run: leading steps longer than LEADING_SLOW x the median of the rest) and outside the tracing window."""
-    kept = steps.take((steps.index > warmup) & ~steps.traced)
+    kept = steps.select((steps.index > warmup) & ~steps.traced)
     if len(kept) < 2:
-        kept = steps.take(~steps.traced) if (~steps.traced).any() else steps
+        kept = steps.select(~steps.traced) if (~steps.traced).any() else steps
     return _drop_slow_start(kept)
 
 
@@ -299,7 +309,7 @@ def _drop_slow_start(steps: DeviceSteps) -> DeviceSteps:
 
 def measured(steps: DeviceSteps) -> DeviceSteps:
     """The steps whose device time was observed end to end (what shares and kernel density are taken over)."""
-    return steps.take(~steps.estimated) if (~steps.estimated).any() else steps
+    return steps.select(~steps.estimated) if (~steps.estimated).any() else steps
 
 
 def seconds_per_step(steps: DeviceSteps) -> float | None:

@@ -54,7 +54,7 @@ def phase_intervals(records=(), split: Split | None = None) -> tuple[Intervals, 
     gaps between them, so a DataLoader wait the GPU computed through is no energy spent waiting."""
     if split is None:
         split = split_of_records(records)
-    return Intervals(*split.host), (Intervals(*split.gpu) if split.has_gpu else None)
+    return split.intervals("host"), (split.intervals("gpu") if split.has_gpu else None)
 
 
 def integrate(steps, intervals: tuple, segments) -> dict:

@@ -96,6 +96,14 @@ class Split:
     def has_gpu(self) -> bool:
         return len(self.gpu[0]) > 0
 
+    def intervals(self, which: str):
+        """timeline_owner.Intervals of "host" or "gpu", built once: several analyses ask (steps, device, energy)."""
+        from .timeline_owner import Intervals   # it builds on this module's definitions
+        cache = self.__dict__.setdefault("_intervals", {})
+        if which not in cache:
+            cache[which] = Intervals(*(self.host if which == "host" else self.gpu))
+        return cache[which]
+
     def legacy(self) -> tuple[list, list, list]:
         """(host, gpu, marks) as split_records returns them (lists of tuples): for the device timeline and the
         energy split, which work on tuples."""
@@ -138,7 +146,7 @@ def split_columns(names: list, code: np.ndarray, start: np.ndarray, end: np.ndar
     def intervals(of):
         ph = of[code]
         keep = (ph >= 0) & ok
-        return ph[keep], start[keep], end[keep]
+        return sort_intervals(ph[keep], start[keep], end[keep])
 
     marks = {}
     for i, n in enumerate(names):
@@ -155,6 +163,29 @@ def split_columns(names: list, code: np.ndarray, start: np.ndarray, end: np.ndar
     train = is_train[code]
     return Split(intervals(host_of), intervals(gpu_of), marks, pairs(EVAL), pairs(GPU_PREFIX + EVAL),
                  _sorted(start[train]))
+
+
+RANK = np.array([PRIORITY[p] for p in PHASES], dtype=np.int8)   # a phase code's priority
+
+
+def sort_intervals(phase, start, end) -> tuple:
+    """(phase, start, end) ordered by start, then priority (the owner rule's order: timeline_owner.Intervals
+    takes them as they are, no copy). Records are written as intervals end, so a run's are nearly in order:
+    the sort is skipped when they already are."""
+    if is_sorted(phase, start):
+        return phase, start, end
+    order = np.lexsort((RANK[phase], start))
+    return phase[order], start[order], end[order]
+
+
+def is_sorted(phase, start) -> bool:
+    if len(start) < 2:
+        return True
+    d = np.diff(start)
+    if (d < 0).any():
+        return False
+    tie = np.flatnonzero(d == 0)
+    return not len(tie) or bool((RANK[phase[tie]] <= RANK[phase[tie + 1]]).all())
 
 
 def _sorted(a: np.ndarray) -> np.ndarray:
@@ -269,7 +300,12 @@ def build_step_columns(split: Split) -> tuple["StepColumns", dict]:
     before = start[start < bounds[0]]
     first = int(min(bounds[0], before.min())) if len(before) else int(bounds[0])
     a, b = step_windows(bounds, first, blocks)
-    phases = attribute_columns(phase, start, end, a, b)
+    if split.has_gpu:
+        phases = attribute_columns(phase, start, end, a, b)
+    else:   # the host intervals as they are: the Split's, built once
+        from .timeline_owner import owned
+        phases = np.rint(owned(split.intervals("host"), a, b)).astype(np.int64)
+    del phase, start, end
     marks = [(TRACE_BEGIN, t) for t in split.mark_times(TRACE_BEGIN).tolist()]
     marks += [(TRACE_END, t) for t in split.mark_times(TRACE_END).tolist()]
     traced = traced_mask(a, b, trace_windows(marks))

@@ -15,30 +15,27 @@ from __future__ import annotations
 
 import numpy as np
 
-from .step_columns import PHASES, PRIORITY, sorted_unique
+from .step_columns import PHASES, sort_intervals, sorted_unique
 
 K = len(PHASES)           # phase codes 0..K-1 (step_columns.CODE); column K is "other" (nothing ran)
 BLOCK = 1 << 16           # pieces a block
-_RANK = np.array([PRIORITY[p] for p in PHASES], dtype=np.int64)
 _I64_MIN = np.iinfo(np.int64).min
 
 
 class Intervals:
-    """Phase intervals sorted by (start, priority), with the running maximum of their ends and `up`."""
+    """Phase intervals sorted by (start, priority), with the running maximum of their ends and `up`. Arrays
+    already in that order (a step_columns.Split's) are taken as they are, not copied."""
 
     def __init__(self, phase, start, end):
-        phase, start, end = (np.asarray(x, dtype=np.int64) for x in (phase, start, end))
+        phase = np.asarray(phase, dtype=np.int8)
+        start, end = np.asarray(start, dtype=np.int64), np.asarray(end, dtype=np.int64)
         keep = end >= start
-        phase, start, end = phase[keep], start[keep], end[keep]
-        order = np.lexsort((_RANK[phase], start)) if len(start) else np.zeros(0, dtype=np.int64)
-        self.phase, self.start, self.end = phase[order], start[order], end[order]
+        if not keep.all():
+            phase, start, end = phase[keep], start[keep], end[keep]
+        del keep
+        self.phase, self.start, self.end = sort_intervals(phase, start, end)
         self.max_end = np.maximum.accumulate(self.end) if len(self.end) else self.end
         self.up = _outlasting(self.end, self.max_end)
-
-    @classmethod
-    def of(cls, split_part) -> "Intervals":
-        """From a step_columns.Split's (phase code, start, end) arrays."""
-        return cls(*split_part)
 
     def __len__(self) -> int:
         return len(self.start)
@@ -61,12 +58,12 @@ def _outlasting(end: np.ndarray, max_end: np.ndarray) -> np.ndarray:
     covers the instants right after j ends. Pointer jumping: ptr[j] skips only intervals ending no later than
     j, so following a candidate's ptr never skips the answer."""
     n = len(end)
-    up = np.full(n, -1, dtype=np.int64)
+    index = np.int32 if n < 2 ** 31 else np.int64    # 4 bytes an interval: a long run has tens of millions
+    up = np.full(n, -1, dtype=index)
     if n < 2:
         return up
-    before = np.concatenate([[_I64_MIN], max_end[:-1]])
-    todo = np.flatnonzero(before > end)          # something earlier outlasts j: find the latest such
-    ptr = np.full(n, -1, dtype=np.int64)
+    todo = np.flatnonzero(max_end[:-1] > end[1:]) + 1   # something earlier outlasts j: find the latest such
+    ptr = np.full(n, -1, dtype=index)
     ptr[todo] = todo - 1
     while len(todo):
         cand = ptr[todo]
@@ -171,7 +168,11 @@ def device_partition(host: Intervals, gpu: Intervals, a, b, weight: Weight | Non
     by the host phase then running (the last column: none)."""
     n = len(a)
     busy = owned(gpu, a, b, weight=weight)
+    idle = np.zeros((n, K + 1))
     ga, gb = gpu.union_gaps()
-    ps, pe, window = cut_pieces(a, b, ga, gb)
-    idle = owned(host, ps, pe, window, n, weight) if len(ps) else np.zeros((n, K + 1))
+    for i0 in range(0, n, BLOCK):   # the idle pieces of a block of windows at a time: a block's temporaries
+        i1 = min(n, i0 + BLOCK)
+        ps, pe, window = cut_pieces(a[i0:i1], b[i0:i1], ga, gb)
+        if len(ps):
+            idle[i0:i1] += owned(host, ps, pe, window, i1 - i0, weight)
     return busy, idle

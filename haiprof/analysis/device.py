@@ -85,26 +85,22 @@ def chart_steps(steps: D.DeviceSteps, dens: float, host_index: np.ndarray, host_
     work assumed for an unresolved step as "busy:estimated". One row per host step (`host_index`, in order; a
     step without device time, e.g. the first, is an empty slot at its host start), so the chart lines up with
     every other chart of the report. Float ns: the kernel density scales the compute spans."""
-    names, cols = [], []
-    for p in D.PHASES:
-        v = steps.busy_of(p).astype(np.float64)
-        names.append(p)
-        cols.append(v * dens if p in D.COMPUTE else v)
-    names.append("busy:estimated")
-    cols.append(steps.busy_of("unrecorded").astype(np.float64))
-    compute = steps.busy[:, [D.BUSY.index(p) for p in D.COMPUTE]].sum(axis=1).astype(np.float64)
-    for j, cause in enumerate(D.ALL_PHASES):
-        names.append(f"idle:{cause}")
-        cols.append(steps.idle[:, j].astype(np.float64))
-    names.append("idle:inside_spans")
-    cols.append(compute * (1.0 - dens))
+    names = [*D.PHASES, "busy:estimated", *(f"idle:{c}" for c in D.ALL_PHASES), "idle:inside_spans"]
     n = len(host_index)
     row = np.searchsorted(host_index, steps.index)
     ok = (row < n) & (host_index[np.minimum(row, n - 1)] == steps.index) if n else np.zeros(len(steps), bool)
-    phases = np.zeros((n, len(names)))
-    phases[row[ok]] = np.stack(cols, axis=1)[ok]
+    row = row[ok]
+    # written column by column (no second copy of a long run's matrix); float32: a chart's ns, 7 digits
+    phases = np.zeros((n, len(names)), dtype=np.float32)
+    for j, p in enumerate(D.PHASES):
+        phases[row, j] = steps.busy_of(p)[ok] * (dens if p in D.COMPUTE else 1.0)
+    phases[row, len(D.PHASES)] = steps.busy_of("unrecorded")[ok]
+    for j in range(len(D.ALL_PHASES)):
+        phases[row, len(D.PHASES) + 1 + j] = steps.idle[ok, j]
+    compute = steps.busy[:, [D.BUSY.index(p) for p in D.COMPUTE]].sum(axis=1)
+    phases[row, -1] = compute[ok] * (1.0 - dens)
     start, end = host_start.astype(np.int64).copy(), host_start.astype(np.int64).copy()
-    start[row[ok]], end[row[ok]] = steps.start_ns[ok], steps.end_ns[ok]
+    start[row], end[row] = steps.start_ns[ok], steps.end_ns[ok]
     traced = np.zeros(n, dtype=bool)
-    traced[row[ok]] = steps.traced[ok]
+    traced[row] = steps.traced[ok]
     return StepColumns(host_index, start, end, phases, traced, names)

@@ -84,6 +84,10 @@ def analyze(run_dir: RunDir, extra_findings: list | None = None) -> RunData:
     # CUDA runs: the device timeline decides shares, step time and verdict (haiprof/device_analysis.py); the
     # trace's launch statistics stay as evidence (its kernel time per step sets the kernel density).
     device = device_analysis.analyze(records, op_trace, split) if n else None
+    # the device steps on the host steps' rows (the step chart on the device clock lines up with the others),
+    # made now so the device steps' columns are freed
+    chart = device_analysis.chart_steps(device.pop("steps"), device["density"], all_steps.index, all_steps.start_ns) \
+        if device is not None else []
     if device is not None:
         share, stats["steady"], findings = device["phase_share"], device["steady_s"], device["findings"]
         findings += [f for f in trace_findings if f.get("kind") != "launch"]
@@ -104,6 +108,7 @@ def analyze(run_dir: RunDir, extra_findings: list | None = None) -> RunData:
     # -- hardware collectors: GPU, links, NUMA, disks, energy; input-bound split (analysis/hardware.py) --
     origin = hw_analysis.timeline_origin(meta, samples, all_steps)   # one time origin for every chart
     hw = hw_analysis.analyze(records, all_steps, samples, status, meta, origin, None, split)
+    del split   # the last analysis of the intervals: a long run's arrays are freed before the rest
     io_records = loader_waits.records() + records if any(f.get("kind") == "io" for f in findings) else records
     findings = hw_analysis.refine_io(findings, io_records, all_steps, samples, hw["summary"]["hardware"], meta)
     del io_records, loader_waits
@@ -191,9 +196,6 @@ def analyze(run_dir: RunDir, extra_findings: list | None = None) -> RunData:
         if not meta.get("steps_from_run"):   # else the steps are the run's own, beside the trace it recorded
             step_info["boundary"] = "ProfilerStep annotations" if n else "none (no ProfilerStep annotations)"
         timelines["trace"] = trace
-    # the device steps on the host steps' rows (the step chart on the device clock lines up with the others)
-    chart = device_analysis.chart_steps(device["steps"], device["density"], all_steps.index, all_steps.start_ns) \
-        if device is not None else []
     return RunData(run_dir, meta, summary, all_steps, samples, status, timelines, chart)
 
 

@@ -32,8 +32,9 @@ def step_columns(steps, keys) -> dict:
         a = steps.arrays()
         n = len(a["index"])
         zero = np.zeros(n)
-        return {"index": a["index"], "traced": a["traced"], "duration_ns": a["duration_ns"].astype(np.float64),
-                "phases": {k: a["phases"][k].astype(np.float64) if k in a["phases"] else zero for k in keys}}
+        f64 = np.float64   # asarray: float columns (the device steps') are not copied
+        return {"index": a["index"], "traced": a["traced"], "duration_ns": np.asarray(a["duration_ns"], dtype=f64),
+                "phases": {k: np.asarray(a["phases"][k], dtype=f64) if k in a["phases"] else zero for k in keys}}
     n = len(steps)
     return {"index": np.fromiter((st.index for st in steps), np.int64, n),
             "traced": np.fromiter((st.traced for st in steps), bool, n),
