@@ -104,14 +104,6 @@ class Split:
             cache[which] = Intervals(*(self.host if which == "host" else self.gpu))
         return cache[which]
 
-    def legacy(self) -> tuple[list, list, list]:
-        """(host, gpu, marks) as split_records returns them (lists of tuples): for the device timeline and the
-        energy split, which work on tuples."""
-        def tuples(iv):
-            return [(PHASES[c], s, e) for c, s, e in zip(iv[0].tolist(), iv[1].tolist(), iv[2].tolist())]
-        marks = [(name, t) for name, ts in self.marks.items() for t in ts.tolist()]
-        return tuples(self.host), tuples(self.gpu), marks
-
     def mark_times(self, name: str) -> np.ndarray:
         return self.marks.get(name, _EMPTY)
 

@@ -55,28 +55,6 @@ def step_boundaries(marks: list) -> tuple[list[int], str]:
     return [], "none"
 
 
-class IntervalIndex:
-    """Intervals sorted by start, for attribute() over many windows: each window looks only at the intervals that
-    can overlap it (start before its end; end after its start, found through the running maximum of the ends), so
-    a run of N steps costs N log N, not N x (all intervals)."""
-
-    def __init__(self, intervals: list):
-        self._iv = sorted(intervals, key=lambda iv: iv[1])
-        self._starts = [iv[1] for iv in self._iv]
-        self._max_end, m = [], float("-inf")
-        for iv in self._iv:
-            m = max(m, iv[2])
-            self._max_end.append(m)
-
-    def overlapping(self, start: int, end: int) -> list:
-        lo = bisect.bisect_right(self._max_end, start)     # before lo every interval ended by `start`
-        hi = bisect.bisect_left(self._starts, end)          # from hi on every interval starts at or after `end`
-        return [iv for iv in self._iv[lo:hi] if iv[2] > start]
-
-    def attribute(self, start: int, end: int) -> dict:
-        return attribute(self.overlapping(start, end), start, end)
-
-
 def eval_blocks(records, bounds: list) -> list[tuple[int, int]]:
     """(start, end) of each evaluation pass: EVAL_MIN_FORWARDS or more eval forwards before the first training
     forward/backward after a step boundary (or before the first step, or after the last one). A block starts at

@@ -141,17 +141,6 @@ _iv = st.tuples(st.sampled_from(S.PHASES), st.integers(0, 1000), st.integers(0, 
     lambda t: (t[0], t[1], t[1] + t[2]))
 
 
-@settings(max_examples=200, deadline=None)
-@given(st.lists(_iv, max_size=40), st.lists(st.integers(0, 1400), min_size=2, max_size=12, unique=True))
-def test_interval_index_attributes_as_the_full_scan(intervals, edges):
-    # The index only narrows which intervals are looked at: every window gets exactly the full scan's answer,
-    # with long intervals that start many windows earlier included.
-    index = S.IntervalIndex(intervals)
-    edges = sorted(edges)
-    for a, b in zip(edges, edges[1:]):
-        assert index.attribute(a, b) == S.attribute(intervals, a, b)
-
-
 @settings(max_examples=300, deadline=None)
 @given(st.lists(_iv, max_size=40), st.lists(st.integers(0, 1400), min_size=2, max_size=12, unique=True),
        st.lists(st.integers(0, 60), max_size=12))
