@@ -169,7 +169,8 @@ def test_export_slices_with_odd_records(cpu_run, tmp_path):
     intervals = [i for i, r in enumerate(records) if r[0] in PHASES]
     records[intervals[2]] = [*records[intervals[2]][:3], {"timers": 1}]
     twin = list(records[intervals[5]])
-    records.insert(intervals[5], [twin[0], twin[1], twin[2], "x"])             # a tie in every sort key
+    other = "optimizer" if twin[0] != "optimizer" else "forward"
+    records.insert(intervals[5], [other, twin[1], twin[2], "x"])               # a tie in every sort key
     records.append(["@step", records[-1][2] + 5, records[-1][2] + 5, 0.5])     # an odd step mark
     (d / "phases.bin").write_bytes(encode_chunk(records))
     meta = json.loads((d / "meta.json").read_text())
