@@ -62,12 +62,15 @@ def _trace_results(run_dir: RunDir) -> dict:
 def analyze(run_dir: RunDir, extra_findings: list | None = None) -> RunData:
     meta = run_dir.read_meta()
     cols = run_dir.read_phase_columns()
+    # the few records other than intervals and marks (marks with values, records with extras) are lists; the
+    # DataLoader waits with their thread's CPU are columns the io split reads (taken before the split below:
+    # their temporaries and the split's are not alive together)
+    records = cols.records((~cols.rows(BULK_RECORDS) | (cols.nx > 0)) & ~cols.rows(PER_STEP_EXTRAS))
+    loader_waits = cols.take(cols.rows({"dataloader"}) & (cols.nx > 0))
     # the phase intervals and step marks stay numpy columns, split once for every analysis (analyzers/
-    # step_columns.py); the few other records (marks with values, records with extras) are lists
+    # step_columns.py)
     split = step_columns.split_columns(cols.names, cols.code, cols.start, cols.end,
                                        list(iter_records(r for _, r in cols.odd)))
-    records = cols.records((~cols.rows(BULK_RECORDS) | (cols.nx > 0)) & ~cols.rows(PER_STEP_EXTRAS))
-    loader_waits = cols.take(cols.rows({"dataloader"}) & (cols.nx > 0))   # the io split reads them as arrays
     del cols
     all_steps, step_info = step_analysis.build_steps((), split)     # StepColumns
     steady = step_analysis.steady_steps(all_steps, T.WARMUP_STEPS)
