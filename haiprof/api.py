@@ -157,7 +157,10 @@ class Run:
                 table = {k: np.concatenate([v, np.array(more[k], dtype=v.dtype)]) for k, v in table.items()}
                 order = np.concatenate([order, 2 * np.array([a for a, *_ in odd], dtype=np.int64)])
             by = np.lexsort((order, table["start_s"]))
-            return pd.DataFrame({k: v[by] for k, v in table.items()}, columns=columns)
+            del cols, code, start, end, at, order   # a long run's columns go before the table is built
+            for k in columns:                      # one column sorted at a time: one copy alive, not five
+                table[k] = table[k][by]
+            return pd.DataFrame(table, columns=columns)
         return self._cached("phases", build)
 
     @property
