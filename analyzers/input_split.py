@@ -13,26 +13,76 @@ Storage evidence: the process tree's read bytes/s (system sampler) and per-devic
 from __future__ import annotations
 
 import statistics
+from typing import NamedTuple
+
+import numpy as np
 
 STORAGE, PREPROCESSING, UNCLEAR = "storage", "preprocessing", "unclear"
 MIN_WORKER_SAMPLES = 2
 MIN_READ_RATE = 1 << 20  # bytes/s of reads below which the wait is not on local storage
 
 
-def loader_thread_busy(records, start_ns: int | None = None) -> dict:
-    """Sum of wall and thread-CPU ns over dataloader waits (after start_ns: warm-up excluded)."""
-    wall = cpu = runq = n = 0
+class Loader(NamedTuple):
+    """The DataLoader's waits on the training thread, as arrays (one entry a `dataloader` record with the thread's
+    CPU: [name, start, end, on-CPU ns, runqueue-wait ns]), and num_workers as its iterators declared it."""
+    start: np.ndarray      # ns: the warm-up cut
+    wall: np.ndarray       # end - start, ns
+    cpu: np.ndarray        # the thread's on-CPU ns
+    runq: np.ndarray       # its runqueue-wait ns (0 where the record has none)
+    declared: int | None   # declared_workers of the @loader marks
+
+
+def _ints(values) -> np.ndarray:
+    """int64, or Python ints where a value is beyond int64 (a hand-made record): sums stay exact."""
+    try:
+        return np.array(values, dtype=np.int64)
+    except OverflowError:
+        return np.array(values, dtype=object)
+
+
+def loader_waits(start, end, nx, xs, records=()) -> Loader:
+    """The waits of `dataloader` records held as columns (start, end, extras count `nx` and the flat extras `xs`
+    of rows that each have at least one), plus those among `records` (lists: older run directories, records of
+    another shape), and the workers the @loader marks among `records` declare."""
+    nx = np.asarray(nx, dtype=np.int64)
+    has = nx > 0                                    # [name, start, end] alone: no CPU measured
+    first = (np.cumsum(nx) - nx)[has]               # each row's first extra in xs
+    xs = np.asarray(xs, dtype=np.int64)
+    cpu = xs[first]
+    runq = np.where(nx[has] >= 2, xs[np.minimum(first + 1, max(0, len(xs) - 1))], 0) if len(first) else cpu
+    start, end = np.asarray(start, dtype=np.int64)[has], np.asarray(end, dtype=np.int64)[has]
+    more = []
     for r in records:
         if isinstance(r, list) and len(r) >= 4 and r[0] == "dataloader":
-            if start_ns is not None and r[1] < start_ns:
-                continue
             try:
-                wall += int(r[2]) - int(r[1])
-                cpu += int(r[3])
-                runq += int(r[4]) if len(r) >= 5 else 0
-                n += 1
-            except (TypeError, ValueError):
+                more.append((int(r[1]), int(r[2]), int(r[3]), int(r[4]) if len(r) >= 5 else 0))
+            except (TypeError, ValueError, OverflowError):
                 continue
+    m = [_ints([w[k] for w in more]) for k in range(4)]
+    if more:
+        start, end, cpu, runq = (np.concatenate([a, b]) for a, b in zip((start, end, cpu, runq), m))
+    return Loader(start, end - start, cpu, runq, declared_workers(records))
+
+
+def loader_of_records(records) -> Loader:
+    """loader_waits of records as lists only."""
+    empty = np.zeros(0, np.int64)
+    return loader_waits(empty, empty, empty, empty, records)
+
+
+def _total(a: np.ndarray) -> int:
+    """Exact sum as a Python int (int64 could wrap only for values no real wait has)."""
+    if a.dtype == object or not len(a):
+        return int(sum(a.tolist()))
+    big = max(abs(int(a.max())), abs(int(a.min())))
+    return int(a.sum()) if big < (2 ** 63 - 1) // len(a) else int(sum(a.tolist()))
+
+
+def loader_thread_busy(loader: Loader, start_ns: int | None = None) -> dict:
+    """Sum of wall and thread-CPU ns over dataloader waits (after start_ns: warm-up excluded)."""
+    keep = slice(None) if start_ns is None else loader.start >= start_ns
+    wall, cpu, runq = (_total(a[keep]) for a in (loader.wall, loader.cpu, loader.runq))
+    n = len(loader.wall[keep])
     usable = wall - runq  # time the thread was not merely waiting for a CPU
     return {"waits": n, "wall_s": wall / 1e9, "cpu_s": cpu / 1e9, "runqueue_wait_s": runq / 1e9,
             "cpu_share": min(1.0, cpu / usable) if usable > 0 else None}
@@ -71,12 +121,12 @@ def worker_cpu(system_samples: list[dict], cores: int) -> dict:
             "cpu_share": (mean_pct / capacity) if mean_pct is not None else None}
 
 
-def classify(io_finding: dict, records, system_samples: list[dict], disk_summary: dict, cores: int,
+def classify(io_finding: dict, loader: Loader, system_samples: list[dict], disk_summary: dict, cores: int,
              busy: float, idle: float, start_ns: int | None = None) -> dict:
     """The io finding with the split added to message, evidence and a `recommendation`; fix id stays prefetch."""
-    thread = loader_thread_busy(records, start_ns)
+    thread = loader_thread_busy(loader, start_ns)
     workers = worker_cpu(system_samples, cores)
-    declared = declared_workers(records)
+    declared = loader.declared
     if declared is not None:
         # The DataLoader's own word beats counting children: short-lived workers can fall between samples.
         workers["declared"] = declared

@@ -2,6 +2,7 @@
 
     python benchmarks/long_run.py --real 1000000                 # a real tiny loop under `haiprof run`
     python benchmarks/long_run.py --synthetic 1000000 10000000  # run directories written by haiprof's phase writer
+    python benchmarks/long_run.py --loader --synthetic 1000000   # the same, from an input-bound DataLoader loop
 
 `--real N`: a tiny CPU training loop (a 2x1 linear model, SGD, 6 phase records a step) runs N steps under
 `haiprof run --trace-steps 0`. Printed: bytes of phase records a step; the training process's RSS (haiprof's
@@ -41,6 +42,27 @@ for i in range(int(sys.argv[1])):
     m(x).sum().backward()
     opt.step()
 """
+LOADER_SLEEP_MS = 0.5   # a read's latency: well over the tiny model's step, so the loop waits on its input
+LOADER_LOOP = """\
+import sys, time, torch
+torch.set_num_threads(1)
+
+class Slow(torch.utils.data.Dataset):
+    def __init__(self, n):
+        self.n = n
+    def __len__(self):
+        return self.n
+    def __getitem__(self, i):
+        time.sleep(%g)
+        return torch.full((2,), float(i %% 7))
+
+m = torch.nn.Linear(2, 1)
+opt = torch.optim.SGD(m.parameters(), lr=0.01)
+for x in torch.utils.data.DataLoader(Slow(int(sys.argv[1])), batch_size=1, num_workers=0):
+    opt.zero_grad()
+    m(x).sum().backward()
+    opt.step()
+""" % (LOADER_SLEEP_MS / 1e3)
 CHUNK_STEPS = 1250   # steps in half a second of this loop: one chunk per flush
 MIB = 2 ** 20
 
@@ -67,9 +89,18 @@ def _report_line(run: Path) -> str:
             f"{(run / 'report.html').stat().st_size / 1024:.0f} KiB")
 
 
-def real(steps: int, tmp: Path) -> None:
+def _verdict(s: dict) -> str:
+    """The verdict, and the io split's reading where there is one (what --loader exercises)."""
+    io = next((f for f in s["findings"] if f["kind"] == "io"), None)
+    split = ((io or {}).get("evidence") or {}).get("input_split") or {}
+    waits = (split.get("loader_thread") or {}).get("waits")
+    return f"verdict {s['bottleneck']}" + (f", io split {io['evidence']['input_bound']} ({waits:,} waits read)"
+                                           if split else "")
+
+
+def real(steps: int, tmp: Path, loop: str = LOOP) -> None:
     script = tmp / "tiny_loop.py"
-    script.write_text(LOOP)
+    script.write_text(loop)
     out = tmp / f"real-{steps}"
     t0 = time.perf_counter()
     r = _haiprof("run", "--quiet", "--trace-steps", "0", "--out", out, script, steps, capture_output=True, text=True)
@@ -84,7 +115,7 @@ def real(steps: int, tmp: Path) -> None:
     rss_line = (f"training process RSS {sum(rss[:k]) / k / MIB:.0f} MiB (first tenth of {len(rss)} samples) -> "
                 f"{sum(rss[-k:]) / k / MIB:.0f} MiB (last tenth)") if rss else "no RSS samples"
     print(f"real {s['steps']:,} steps: {size / s['steps']:.1f} bytes a step ({size / MIB:.1f} MiB); {rss_line}; "
-          f"run {wall:.0f} s; {_report_line(out)}", flush=True)
+          f"run {wall:.0f} s; {_report_line(out)}; {_verdict(s)}", flush=True)
     shutil.rmtree(out)
 
 
@@ -140,7 +171,7 @@ def synthetic(steps: int, seed_run: Path, tmp: Path) -> None:
     s = json.loads((out / "summary.json").read_text())
     print(f"synthetic {s['steps']:,} steps: {size / s['steps']:.1f} bytes a step ({size / MIB:.0f} MiB); writer RSS "
           f"{w['rss_first_mib']:.0f} -> {w['rss_end_mib']:.0f} MiB (first chunk -> end), written in "
-          f"{w['write_s']:.0f} s; {line}", flush=True)
+          f"{w['write_s']:.0f} s; {line}; {_verdict(s)}", flush=True)
     shutil.rmtree(out)
 
 
@@ -151,22 +182,24 @@ def main() -> int:
     ap.add_argument("--seed-steps", type=int, default=20000, help="steps of the real run the synthetic ones repeat")
     ap.add_argument("--seed-run", type=Path, help="repeat this run directory's records instead (e.g. a run recorded "
                                                     "on a GPU: its device spans make the report a CUDA run's)")
+    ap.add_argument("--loader", action="store_true", help="an input-bound DataLoader loop (io finding, its split)")
     ap.add_argument("--write", nargs=3, help=argparse.SUPPRESS)   # the synthetic writer's child process
     a = ap.parse_args()
     if a.write:
         write(int(a.write[0]), Path(a.write[1]), Path(a.write[2]))
         return 0
+    loop = LOADER_LOOP if a.loader else LOOP
     with tempfile.TemporaryDirectory() as d:
         tmp = Path(d)
         for n in a.real:
-            real(n, tmp)
+            real(n, tmp, loop)
         if a.synthetic and a.seed_run:
             if not (a.seed_run / "meta.json").is_file():
                 raise SystemExit(f"--seed-run: no run directory at {a.seed_run}")
             seed = a.seed_run
         elif a.synthetic:
             script = tmp / "tiny_loop.py"
-            script.write_text(LOOP)
+            script.write_text(loop)
             seed = tmp / "seed"
             _haiprof("run", "--quiet", "--trace-steps", "0", "--out", seed, script, a.seed_steps, check=True)
         for n in a.synthetic:

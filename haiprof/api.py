@@ -15,7 +15,7 @@ import sys
 import time
 from pathlib import Path
 
-from .rundir import ALL_PHASES, PHASES, RunDir, iter_records
+from .rundir import ALL_PHASES, PHASES, RunDir
 
 
 class Run:
@@ -60,12 +60,14 @@ class Run:
             self._data = analyze(self._dir)
         return self._data
 
-    def _t0_ns(self) -> int:
+    def _t0_ns(self, cols=None) -> int:
         t0 = self.meta.get("start_monotonic_ns")
         if isinstance(t0, int):
             return t0
         # An older or hand-made run dir: fall back to the earliest timestamp recorded.
-        firsts = [s for _, s, _ in iter_records(self._dir.read_phase_records())]
+        cols = cols if cols is not None else self._dir.read_phase_columns()
+        firsts = [int(cols.start.min())] if len(cols.start) else []
+        firsts += [r[1] for _, r in cols.odd]
         return min(firsts) if firsts else 0
 
     def _cached(self, key, build):
@@ -124,16 +126,41 @@ class Run:
     @property
     def phases(self):
         def build():
+            import numpy as np
             import pandas as pd
-            t0 = self._t0_ns()
-            rows = []
-            for name, s, e in iter_records(self._dir.read_phase_records()):
+            columns = ["phase", "timing", "start_s", "end_s", "duration_ms"]
+            cols = self._dir.read_phase_columns()   # numpy columns: no Python row per interval of a long run
+            t0 = self._t0_ns(cols)
+
+            def what(name):   # (phase, timing); step marks ("@step") live in `steps`, so phase None
                 timing, phase = ("gpu", name[4:]) if name.startswith("gpu:") else ("host", name)
-                if phase not in PHASES or e < s:
-                    continue  # step marks ("@step") live in `steps`
-                rows.append((phase, timing, (s - t0) / 1e9, (e - t0) / 1e9, (e - s) / 1e6))
-            df = pd.DataFrame(rows, columns=["phase", "timing", "start_s", "end_s", "duration_ms"])
-            return df.sort_values("start_s", kind="stable").reset_index(drop=True)
+                return (phase, timing) if phase in PHASES else (None, None)
+
+            looked = [what(x) for x in cols.names] + [(None, None)]
+            phase_of, timing_of = (np.array([w[k] for w in looked], dtype=object) for k in (0, 1))
+            is_phase = np.array([w[0] is not None for w in looked])
+            at = np.flatnonzero(is_phase[cols.code] & (cols.end >= cols.start))
+            odd = [(a, r[0], r[1], r[2]) for a, r in cols.odd if what(r[0])[0] is not None and r[2] >= r[1]]
+            if not len(at) and not odd:   # as the rows' table had it: no column of a known dtype
+                return pd.DataFrame([], columns=columns).sort_values("start_s").reset_index(drop=True)
+            code = cols.code[at]
+            start, end = cols.start[at], cols.end[at]
+            table = {"phase": phase_of[code], "timing": timing_of[code], "start_s": (start - t0) / 1e9,
+                     "end_s": (end - t0) / 1e9, "duration_ms": (end - start) / 1e6}
+            # the written order (an odd record comes before the column row it was written before), then a stable
+            # sort on start_s: the order the rows had when they were read as records
+            order = 2 * at + 1
+            if odd:
+                more = {"phase": [what(n)[0] for _, n, _, _ in odd], "timing": [what(n)[1] for _, n, _, _ in odd],
+                        "start_s": [(s - t0) / 1e9 for _, _, s, _ in odd], "end_s": [(e - t0) / 1e9 for *_, e in odd],
+                        "duration_ms": [(e - s) / 1e6 for _, _, s, e in odd]}
+                table = {k: np.concatenate([v, np.array(more[k], dtype=v.dtype)]) for k, v in table.items()}
+                order = np.concatenate([order, 2 * np.array([a for a, *_ in odd], dtype=np.int64)])
+            by = np.lexsort((order, table["start_s"]))
+            del cols, code, start, end, at, order   # a long run's columns go before the table is built
+            for k in columns:                      # one column sorted at a time: one copy alive, not five
+                table[k] = table[k][by]
+            return pd.DataFrame(table, columns=columns)
         return self._cached("phases", build)
 
     @property

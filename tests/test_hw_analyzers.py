@@ -74,9 +74,14 @@ def _dl_records(busy_share, runq_share=0.0, n=10):
              int(runq_share * wall)] for i in range(n)]
 
 
+def _loader(records):
+    return input_split.loader_of_records(records)
+
+
 def test_split_num_workers_0_storage_vs_preprocessing():
-    storage = input_split.classify(IO, _dl_records(0.1), [], {"vda": {"read_bytes_per_s_mean": 80e6}}, 8, 0.7, 0.5)
-    decode = input_split.classify(IO, _dl_records(1.0, runq_share=0.5), [], {}, 8, 0.7, 0.5)
+    storage = input_split.classify(IO, _loader(_dl_records(0.1)), [], {"vda": {"read_bytes_per_s_mean": 80e6}}, 8,
+                                   0.7, 0.5)
+    decode = input_split.classify(IO, _loader(_dl_records(1.0, runq_share=0.5)), [], {}, 8, 0.7, 0.5)
     assert storage["evidence"]["input_bound"] == "storage" and decode["evidence"]["input_bound"] == "preprocessing"
     assert storage["fixes"] == decode["fixes"] == ["prefetch"]
     assert "more DataLoader workers than cores" in storage["recommendation"]
@@ -93,17 +98,18 @@ def _system(children_pct, procs=3, n=6):
 
 
 def test_split_with_workers_uses_children_cpu():
-    busy = input_split.classify(IO, [], _system(190.0), {}, 2, 0.7, 0.5)
-    idle = input_split.classify(IO, [], _system(10.0), {}, 2, 0.7, 0.5)
+    busy = input_split.classify(IO, _loader([]), _system(190.0), {}, 2, 0.7, 0.5)
+    idle = input_split.classify(IO, _loader([]), _system(10.0), {}, 2, 0.7, 0.5)
     assert busy["evidence"]["input_bound"] == "preprocessing"
     assert idle["evidence"]["input_bound"] == "storage"
     assert idle["evidence"]["input_split"]["workers"]["workers"] == 2
-    short = input_split.classify(IO, [], _system(190.0, n=2), {}, 2, 0.7, 0.5)
+    short = input_split.classify(IO, _loader([]), _system(190.0, n=2), {}, 2, 0.7, 0.5)
     assert short["evidence"]["input_bound"] == "unclear"  # too few samples of the workers to judge
 
 
 def test_split_idle_without_reads_is_called_latency():
-    out = input_split.classify(IO, _dl_records(0.05), [], {"vda": {"read_bytes_per_s_mean": 0.0}}, 4, 0.7, 0.5)
+    out = input_split.classify(IO, _loader(_dl_records(0.05)), [], {"vda": {"read_bytes_per_s_mean": 0.0}}, 4, 0.7,
+                               0.5)
     assert out["evidence"]["input_bound"] == "storage" and "latency-bound" in out["message"]
 
 

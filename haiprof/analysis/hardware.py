@@ -75,16 +75,29 @@ def analyze(records: list, all_steps: list, samples: dict, status: dict, meta: d
     return {"summary": {"hardware": hw, "energy": en}, "findings": findings, "timelines": tl}
 
 
-def refine_io(findings: list, records: list, all_steps: list, samples: dict, hw_summary: dict, meta: dict) -> list:
-    """Replace the io finding with its storage- vs preprocessing-bound split."""
+def refine_io(findings: list, records: list, loader_waits, all_steps: list, samples: dict, hw_summary: dict,
+              meta: dict) -> list:
+    """Replace the io finding with its storage- vs preprocessing-bound split. `loader_waits`: the run's
+    `dataloader` rows with extras as columns (PhaseColumns.take), or None; `records`: the other records as lists
+    (the @loader marks, and any dataloader record the columns could not hold)."""
+    if not any(f.get("kind") == "io" for f in findings):
+        return findings
     steady = steady_steps(all_steps, T.WARMUP_STEPS)
     start = steady[0].start_ns if steady else None
     cores = meta.get("cpu_affinity") or meta.get("cpu_count") or os.cpu_count() or 1
+    loader = loader_evidence(loader_waits, records)
     out = []
     for f in findings:
         if f.get("kind") == "io":
-            f = input_split.classify(f, records, samples.get("system", []), hw_summary.get("disks", {}), cores,
+            f = input_split.classify(f, loader, samples.get("system", []), hw_summary.get("disks", {}), cores,
                                      T.LOADER_CPU_BUSY, T.LOADER_CPU_IDLE, start)
         out.append(f)
     return out
 
+
+def loader_evidence(loader_waits, records: list) -> input_split.Loader:
+    """The split's arrays: the `dataloader` rows with extras (PhaseColumns, or None) and any such record among
+    `records`, with the workers the @loader marks declare; never a list per wait (a million steps, a million)."""
+    if loader_waits is None:
+        return input_split.loader_of_records(records)
+    return input_split.loader_waits(loader_waits.start, loader_waits.end, loader_waits.nx, loader_waits.xs, records)

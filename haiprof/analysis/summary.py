@@ -25,7 +25,7 @@ BULK_RECORDS = {*step_analysis.PRIORITY, *(step_analysis.GPU_PREFIX + p for p in
                 step_analysis.EVAL, step_analysis.GPU_PREFIX + step_analysis.EVAL, step_analysis.STEP_MARK,
                 step_analysis.BACKWARD_MARK}
 # records with values, one a step, that no analysis here reads as lists: the DataLoader waits' thread CPU (the
-# io split asks for them only with an io finding), the batch sizes (the job's analysis reads them, ranks.py)
+# io split reads their columns), the batch sizes (the job's analysis reads them, ranks.py)
 PER_STEP_EXTRAS = {"dataloader", "@batch"}
 # findings judged from step shares: none below the verdict's MIN_STEPS measured steps
 MIN_STEPS_KINDS = {"io", "compute", "launch", "communication", "other", "energy"}
@@ -64,12 +64,15 @@ def _trace_results(run_dir: RunDir) -> dict:
 def analyze(run_dir: RunDir, extra_findings: list | None = None) -> RunData:
     meta = run_dir.read_meta()
     cols = run_dir.read_phase_columns()
+    # the few records other than intervals and marks (marks with values, records with extras) are lists; the
+    # DataLoader waits with their thread's CPU are columns the io split reads (taken before the split below:
+    # their temporaries and the split's are not alive together)
+    records = cols.records((~cols.rows(BULK_RECORDS) | (cols.nx > 0)) & ~cols.rows(PER_STEP_EXTRAS))
+    loader_waits = cols.take(cols.rows({"dataloader"}) & (cols.nx > 0))
     # the phase intervals and step marks stay numpy columns, split once for every analysis (analyzers/
-    # step_columns.py); the few other records (marks with values, records with extras) are lists
+    # step_columns.py)
     split = step_columns.split_columns(cols.names, cols.code, cols.start, cols.end,
                                        list(iter_records(r for _, r in cols.odd)))
-    records = cols.records((~cols.rows(BULK_RECORDS) | (cols.nx > 0)) & ~cols.rows(PER_STEP_EXTRAS))
-    loader_waits = cols.take(cols.rows({"dataloader"}) & (cols.nx > 0))   # as lists only for an io finding
     del cols
     all_steps, step_info = step_analysis.build_steps((), split)     # StepColumns
     steady = step_analysis.steady_steps(all_steps, T.WARMUP_STEPS)
@@ -109,9 +112,9 @@ def analyze(run_dir: RunDir, extra_findings: list | None = None) -> RunData:
     origin = hw_analysis.timeline_origin(meta, samples, all_steps)   # one time origin for every chart
     hw = hw_analysis.analyze(records, all_steps, samples, status, meta, origin, None, split)
     del split   # the last analysis of the intervals: a long run's arrays are freed before the rest
-    io_records = loader_waits.records() + records if any(f.get("kind") == "io" for f in findings) else records
-    findings = hw_analysis.refine_io(findings, io_records, all_steps, samples, hw["summary"]["hardware"], meta)
-    del io_records, loader_waits
+    findings = hw_analysis.refine_io(findings, records, loader_waits, all_steps, samples, hw["summary"]["hardware"],
+                                     meta)
+    del loader_waits
     findings += hw["findings"]
     neighbour = utilization.neighbour_finding(samples.get("system", []), T.HOST_SATURATED, T.NEIGHBOUR_CORES)
     findings += [neighbour] if neighbour else []

@@ -17,8 +17,10 @@ import os
 import re
 from pathlib import Path
 
+import numpy as np
+
 from ..errors import OneLineParser
-from ..rundir import PHASES, RunDir, iter_records
+from ..rundir import PHASES, RunDir
 
 # Pids above Linux's pid_max (2**22), so ours never collide with the real pids and device ids Kineto uses.
 RANK_PID_BASE = 10_000_000
@@ -75,22 +77,12 @@ def phase_events(rank: int, run_dir: RunDir, meta: dict, base_wall_ns: int) -> l
               _meta_event("process_sort_index", pid, 0, rank),
               _meta_event("thread_name", pid, TID_STEPS, "steps"),
               _meta_event("thread_name", pid, TID_HOST, "phases (host)")]
-    slices, step_marks = [], []
+    offset = to_wall(0) - base_wall_ns
 
     def us(t_ns: int) -> float:
         return (to_wall(t_ns) - base_wall_ns) / 1e3
 
-    for name, s, e in iter_records(run_dir.read_phase_records()):
-        if name == "@step":
-            step_marks.append(s)
-            continue
-        tid, phase = (TID_GPU, name[4:]) if name.startswith("gpu:") else (TID_HOST, name)
-        if phase not in PHASES or e < s:
-            continue
-        slices.append({"ph": "X", "name": phase, "cat": "phase", "pid": pid, "tid": tid, "ts": us(s),
-                       "dur": (e - s) / 1e3})
-    # A parent must come before its children at the same start for viewers to nest them.
-    slices.sort(key=lambda ev: (ev["tid"], ev["ts"], -ev["dur"]))
+    slices, step_marks = _slices(run_dir.read_phase_columns(), offset, pid)
     if any(ev["tid"] == TID_GPU for ev in slices):   # CPU runs: no empty CUDA-events track
         events.append(_meta_event("thread_name", pid, TID_GPU, "phases (CUDA events)"))
     events += slices
@@ -101,6 +93,36 @@ def phase_events(rank: int, run_dir: RunDir, meta: dict, base_wall_ns: int) -> l
         events.append({"ph": "X", "name": f"step {i}", "cat": "step", "pid": pid, "tid": TID_STEPS, "ts": a,
                        "dur": b - a, "args": {"step": i}})
     return events
+
+
+def _slices(cols, offset: int, pid: int) -> tuple[list[dict], list[int]]:
+    """(phase slices sorted by track, start and longest first, the @step marks' times) from the phase columns:
+    a dict per slice (the trace's own), no list per record read. `offset`: ns to add to a CLOCK_MONOTONIC time to
+    get the trace's axis."""
+    def what(name):   # (tid, phase), phase None for anything not a phase interval
+        tid, phase = (TID_GPU, name[4:]) if name.startswith("gpu:") else (TID_HOST, name)
+        return (tid, phase) if phase in PHASES else (0, None)
+
+    looked = [what(x) for x in cols.names] + [(0, None)]
+    phase_of = np.array([p for _, p in looked], dtype=object)
+    tid_of = np.array([t for t, _ in looked], dtype=np.int64)
+    at = np.flatnonzero(tid_of[cols.code].astype(bool) & (cols.end >= cols.start))
+    mark = np.zeros(len(looked), dtype=bool)
+    mark[[i for i, x in enumerate(cols.names) if x == "@step"]] = True
+    marks = cols.start[mark[cols.code]].tolist() + [r[1] for _, r in cols.odd if r[0] == "@step"]
+    odd = [(2 * a, *what(r[0]), r[1], r[2]) for a, r in cols.odd if what(r[0])[1] is not None and r[2] >= r[1]]
+    start, end = cols.start[at], cols.end[at]
+    # the written order (an odd record before the column row it was written before) breaks ties, as a stable sort
+    order = np.concatenate([2 * at + 1, np.array([o[0] for o in odd], dtype=np.int64)])
+    tid = np.concatenate([tid_of[cols.code[at]], np.array([o[1] for o in odd], dtype=np.int64)])
+    phase = np.concatenate([phase_of[cols.code[at]], np.array([o[2] for o in odd], dtype=object)])
+    ts = np.concatenate([(start + offset) / 1e3, np.array([(o[3] + offset) / 1e3 for o in odd], dtype=float)])
+    dur = np.concatenate([(end - start) / 1e3, np.array([(o[4] - o[3]) / 1e3 for o in odd], dtype=float)])
+    # A parent must come before its children at the same start for viewers to nest them.
+    by = np.lexsort((order, -dur, ts, tid))
+    slices = [{"ph": "X", "name": n, "cat": "phase", "pid": pid, "tid": t, "ts": a, "dur": d}
+              for n, t, a, d in zip(phase[by].tolist(), tid[by].tolist(), ts[by].tolist(), dur[by].tolist())]
+    return slices, marks
 
 
 def counter_events(samples: list[dict], meta: dict, base_wall_ns: int, pid: int = SYSTEM_PID,
