@@ -211,13 +211,14 @@ def _unresolved_tail(steps: DeviceSteps, ends, known, step_marks, host: Interval
         return DeviceSteps.empty()
     usual = int(np.sort(resolved)[len(resolved) // 2])
     rows, a = [], int(ends[last[-1]])
+    gaps = gpu.union_gaps()
     for k in range(int(last[-1]) + 1, len(step_marks)):
         mark = int(step_marks[k])
         # spans enqueued before the host finished this step; the device is still on the previous step when the
         # host marks this one (it runs ahead by the queue)
         i0, i1 = np.searchsorted(gpu.start, [a, mark], side="left")
         lower = max(a, mark, int(gpu.end[i0:i1].max()) if i1 > i0 else a)
-        busy, idle = _rows(*device_partition(host, gpu, np.array([a]), np.array([lower])))
+        busy, idle = _rows(*device_partition(host, gpu, np.array([a]), np.array([lower]), gaps=gaps))
         busy[0, -1] = max(0, usual - int(busy[0, :K].sum()))   # device work assumed, not seen: no phase's share
         b = lower + int(busy[0, -1])
         rows.append((k, a, b, busy[0], idle[0]))

@@ -162,14 +162,14 @@ def cut_pieces(a, b, gap_a, gap_b) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
     return ps[keep], pe[keep], window[keep]
 
 
-def device_partition(host: Intervals, gpu: Intervals, a, b, weight: Weight | None = None):
+def device_partition(host: Intervals, gpu: Intervals, a, b, weight: Weight | None = None, gaps=None):
     """(busy, idle) per window [a[i], b[i]) (sorted, not overlapping), each (n, K + 1): busy, the device's own
     phase spans by the owner rule (the last column: no span ran); idle, the instants no device span ran split
     by the host phase then running (the last column: none)."""
     n = len(a)
     busy = owned(gpu, a, b, weight=weight)
     idle = np.zeros((n, K + 1))
-    ga, gb = gpu.union_gaps()
+    ga, gb = gaps if gaps is not None else gpu.union_gaps()   # a caller asking window by window passes them
     for i0 in range(0, n, BLOCK):   # the idle pieces of a block of windows at a time: a block's temporaries
         i1 = min(n, i0 + BLOCK)
         ps, pe, window = cut_pieces(a[i0:i1], b[i0:i1], ga, gb)
