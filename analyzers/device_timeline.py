@@ -54,7 +54,7 @@ class DeviceStep:
 
 class DeviceSteps:
     """The device steps as columns: index (the host step), start_ns, end_ns, busy (n x BUSY ns), idle (n x
-    ALL_PHASES ns; both whole ns in float64), traced, estimated. Reads as a sequence of DeviceStep too."""
+    ALL_PHASES ns), traced, estimated. Reads as a sequence of DeviceStep too."""
 
     def __init__(self, index, start_ns, end_ns, busy, idle, traced, estimated):
         self.index, self.start_ns, self.end_ns = index, start_ns, end_ns
@@ -162,11 +162,10 @@ def _clip_eval(a: np.ndarray, b: np.ndarray, blocks: list) -> np.ndarray:
 
 
 def _rows(busy: np.ndarray, idle: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
-    """device_partition's (n, K + 1) sums as the BUSY and ALL_PHASES columns, in place: whole ns (exact in float64
-    up to 104 days a step); busy's last column ("no span ran", the idle total) becomes "unrecorded"."""
-    np.rint(busy, out=busy)
+    """device_partition's (n, K + 1) ns as the BUSY and ALL_PHASES columns, in place: busy's last column ("no
+    span ran", the idle total) becomes "unrecorded"."""
     busy[:, K] = 0
-    return busy, np.rint(idle, out=idle)
+    return busy, idle
 
 
 def device_steps(records=(), split: Split | None = None) -> DeviceSteps:

@@ -173,10 +173,9 @@ def sort_intervals(phase, start, end) -> tuple:
 def is_sorted(phase, start) -> bool:
     if len(start) < 2:
         return True
-    d = np.diff(start)
-    if (d < 0).any():
+    if (start[1:] < start[:-1]).any():   # comparisons, not np.diff: no int64 copy of a long run's starts
         return False
-    tie = np.flatnonzero(d == 0)
+    tie = np.flatnonzero(start[1:] == start[:-1])
     return not len(tie) or bool((RANK[phase[tie]] <= RANK[phase[tie + 1]]).all())
 
 
@@ -230,7 +229,7 @@ def attribute_columns(phase, start, end, a, b) -> np.ndarray:
     """steps.attribute for every window [a[i], b[i]) (ordered, not overlapping): an (n, len(ALL_PHASES)) array of
     ns, by timeline_owner (each instant's owner found once, vectorised; no sweep per window with nesting)."""
     from .timeline_owner import Intervals, owned   # it builds on this module's definitions
-    return np.rint(owned(Intervals(phase, start, end), a, b)).astype(np.int64)
+    return owned(Intervals(phase, start, end), a, b)
 
 
 def sorted_unique(x: np.ndarray) -> np.ndarray:
@@ -294,9 +293,9 @@ def build_step_columns(split: Split) -> tuple["StepColumns", dict]:
     a, b = step_windows(bounds, first, blocks)
     if split.has_gpu:
         phases = attribute_columns(phase, start, end, a, b)
-    else:   # the host intervals as they are: the Split's, built once
-        from .timeline_owner import owned
-        phases = np.rint(owned(split.intervals("host"), a, b)).astype(np.int64)
+    else:   # the host intervals as they are (sorted in the Split: no copy), not kept after this
+        from .timeline_owner import Intervals, owned
+        phases = owned(Intervals(*split.host), a, b)
     del phase, start, end
     marks = [(TRACE_BEGIN, t) for t in split.mark_times(TRACE_BEGIN).tolist()]
     marks += [(TRACE_END, t) for t in split.mark_times(TRACE_END).tolist()]

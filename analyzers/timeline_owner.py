@@ -111,13 +111,13 @@ class Weight:
 
 
 def owned(iv: Intervals, a, b, group=None, n_groups: int | None = None, weight: Weight | None = None) -> np.ndarray:
-    """(n_groups, K + 1) float64: per group, the time (ns; or ns x weight) each phase owns in its pieces [a[i],
-    b[i]) (sorted, not overlapping; piece i belongs to group[i], non-decreasing; default: each its own); the
-    last column is time no interval covers."""
+    """(n_groups, K + 1): per group, the time each phase owns in its pieces [a[i], b[i]) (sorted, not
+    overlapping; piece i belongs to group[i], non-decreasing; default: each its own); the last column is time no
+    interval covers. int64 ns; with a weight, float64 ns x weight."""
     a, b = np.asarray(a, dtype=np.int64), np.asarray(b, dtype=np.int64)
     group = np.arange(len(a)) if group is None else np.asarray(group, dtype=np.int64)
     n_groups = len(a) if n_groups is None else n_groups
-    out = np.zeros((n_groups, K + 1))
+    out = np.zeros((n_groups, K + 1), dtype=np.int64 if weight is None else np.float64)
     for i0 in range(0, len(a), BLOCK):
         i1 = min(len(a), i0 + BLOCK)
         _owned_block(iv, a[i0:i1], b[i0:i1], group[i0:i1], weight, out)
@@ -144,6 +144,8 @@ def _owned_block(iv: Intervals, a, b, group, weight, out) -> None:
     g = group[piece] - group[0]
     span = int(group[-1] - group[0]) + 1
     sums = np.bincount(g * (K + 1) + owner_at(iv, s), weights=length, minlength=span * (K + 1))
+    if weight is None:   # whole ns summed in float64: exact below 2^53 ns (104 days) a group
+        sums = np.rint(sums).astype(np.int64)
     out[group[0]:group[0] + span] += sums.reshape(span, K + 1)
 
 
@@ -168,7 +170,7 @@ def device_partition(host: Intervals, gpu: Intervals, a, b, weight: Weight | Non
     by the host phase then running (the last column: none)."""
     n = len(a)
     busy = owned(gpu, a, b, weight=weight)
-    idle = np.zeros((n, K + 1))
+    idle = np.zeros((n, K + 1), dtype=busy.dtype)
     ga, gb = gaps if gaps is not None else gpu.union_gaps()   # a caller asking window by window passes them
     for i0 in range(0, n, BLOCK):   # the idle pieces of a block of windows at a time: a block's temporaries
         i1 = min(n, i0 + BLOCK)
