@@ -12,9 +12,9 @@ from dataclasses import dataclass, field
 
 import numpy as np
 
-PHASES = ("dataloader", "h2d", "forward", "backward", "optimizer", "allreduce")
-ALL_PHASES = PHASES + ("other",)
-PRIORITY = {"allreduce": 6, "h2d": 5, "dataloader": 4, "optimizer": 3, "backward": 2, "forward": 1}
+# the phases, their priority and the owner rule's sorting live with the rule (timeline_owner.py)
+from .timeline_owner import (ALL_PHASES, PHASES, PRIORITY, Intervals, owned,  # noqa: F401
+                             sort_intervals, sorted_unique)
 STEP_MARK = "@step"
 BACKWARD_MARK = "@backward"
 TRACE_BEGIN, TRACE_END = "@trace-begin", "@trace-end"   # op-level tracing window (profiler on)
@@ -98,7 +98,6 @@ class Split:
 
     def intervals(self, which: str):
         """timeline_owner.Intervals of "host" or "gpu", built once: several analyses ask (steps, device, energy)."""
-        from .timeline_owner import Intervals   # it builds on this module's definitions
         cache = self.__dict__.setdefault("_intervals", {})
         if which not in cache:
             cache[which] = Intervals(*(self.host if which == "host" else self.gpu))
@@ -157,28 +156,6 @@ def split_columns(names: list, code: np.ndarray, start: np.ndarray, end: np.ndar
                  _sorted(start[train]))
 
 
-RANK = np.array([PRIORITY[p] for p in PHASES], dtype=np.int8)   # a phase code's priority
-
-
-def sort_intervals(phase, start, end) -> tuple:
-    """(phase, start, end) ordered by start, then priority (the owner rule's order: timeline_owner.Intervals
-    takes them as they are, no copy). Records are written as intervals end, so a run's are nearly in order:
-    the sort is skipped when they already are."""
-    if is_sorted(phase, start):
-        return phase, start, end
-    order = np.lexsort((RANK[phase], start))
-    return phase[order], start[order], end[order]
-
-
-def is_sorted(phase, start) -> bool:
-    if len(start) < 2:
-        return True
-    if (start[1:] < start[:-1]).any():   # comparisons, not np.diff: no int64 copy of a long run's starts
-        return False
-    tie = np.flatnonzero(start[1:] == start[:-1])
-    return not len(tie) or bool((RANK[phase[tie]] <= RANK[phase[tie + 1]]).all())
-
-
 def _sorted(a: np.ndarray) -> np.ndarray:
     a.sort()   # a fresh copy (a mask's selection) sorted in place: no second copy of a million times
     return a
@@ -228,14 +205,7 @@ def eval_blocks_columns(evals, gpu_evals, train, bounds) -> list[tuple[int, int]
 def attribute_columns(phase, start, end, a, b) -> np.ndarray:
     """steps.attribute for every window [a[i], b[i]) (ordered, not overlapping): an (n, len(ALL_PHASES)) array of
     ns, by timeline_owner (each instant's owner found once, vectorised; no sweep per window with nesting)."""
-    from .timeline_owner import Intervals, owned   # it builds on this module's definitions
     return owned(Intervals(phase, start, end), a, b)
-
-
-def sorted_unique(x: np.ndarray) -> np.ndarray:
-    """np.unique by sorting: numpy 2's hash-based unique is ~25x slower on a few hundred thousand int64."""
-    x = np.sort(x)
-    return x[np.r_[True, x[1:] != x[:-1]]] if len(x) else x
 
 
 def step_windows(bounds: np.ndarray, first: int, blocks: list) -> tuple[np.ndarray, np.ndarray]:
@@ -294,7 +264,6 @@ def build_step_columns(split: Split) -> tuple["StepColumns", dict]:
     if split.has_gpu:
         phases = attribute_columns(phase, start, end, a, b)
     else:   # the host intervals as they are (sorted in the Split: no copy), not kept after this
-        from .timeline_owner import Intervals, owned
         phases = owned(Intervals(*split.host), a, b)
     del phase, start, end
     marks = [(TRACE_BEGIN, t) for t in split.mark_times(TRACE_BEGIN).tolist()]
