@@ -11,6 +11,8 @@ from __future__ import annotations
 
 import statistics
 
+from .utilization import run_cores
+
 # (key in `conditions`, how a person calls it)
 SETUP = (("host", "host"), ("cpu_model", "CPU"), ("cpu_count", "CPU count"), ("cpu_affinity", "CPU affinity"),
          ("torch_threads", "torch threads"), ("torch", "torch version"), ("gpus", "GPUs"), ("env", "environment"))
@@ -40,9 +42,7 @@ def other_load(samples: list[dict]) -> dict | None:
         cores = s.get("cpu_cores_pct") if isinstance(s, dict) else None
         if not cores:
             continue
-        ours = ((s.get("cpu_main_pct") or 0.0) + (s.get("cpu_children_pct") or 0.0)
-                + (s.get("cpu_compile_pct") or 0.0)) / 100.0
-        xs.append(max(0.0, sum(cores) / 100.0 - ours))
+        xs.append(max(0.0, sum(cores) / 100.0 - run_cores(s)))
     if len(xs) < 2:
         return None
     xs.sort()

@@ -72,6 +72,13 @@ def system_timelines(samples: list[dict], t0_ns: int | None = None) -> dict:
     }
 
 
+def run_cores(sample: dict) -> float:
+    """Cores the run's own processes took in a system sample: the training process, its children (DataLoader
+    workers) and torch.compile's worker pool (counted apart by the sampler, never a neighbour)."""
+    return ((sample.get("cpu_main_pct") or 0.0) + (sample.get("cpu_children_pct") or 0.0)
+            + (sample.get("cpu_compile_pct") or 0.0)) / 100.0
+
+
 def neighbour_finding(samples: list[dict], saturated: float, others_min: float) -> dict | None:
     """A busy neighbour: the host's CPUs were at least `saturated` busy (mean over cores) while processes other
     than this run's took at least `others_min` of the machine (in cores: host busy x cores less the run's process
@@ -81,7 +88,7 @@ def neighbour_finding(samples: list[dict], saturated: float, others_min: float) 
         return None
     n_cores = len(samples[-1]["cpu_cores_pct"])
     host = _mean([sum(s["cpu_cores_pct"]) / len(s["cpu_cores_pct"]) for s in samples]) / 100.0
-    ours = _mean([(s.get("cpu_main_pct") or 0.0) + (s.get("cpu_children_pct") or 0.0) for s in samples]) / 100.0
+    ours = _mean([run_cores(s) for s in samples])
     others = max(0.0, host * n_cores - ours)
     if host < saturated or others < others_min * n_cores:
         return None

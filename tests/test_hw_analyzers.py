@@ -152,3 +152,17 @@ def test_busy_neighbour_only_when_others_take_the_cpus():
     assert neighbour_finding(_cpu_samples(100.0, 200.0), T.HOST_SATURATED, T.NEIGHBOUR_CORES) is None  # it is us
     assert neighbour_finding(_cpu_samples(40.0, 10.0), T.HOST_SATURATED, T.NEIGHBOUR_CORES) is None    # not saturated
     assert neighbour_finding(_cpu_samples(100.0, 50.0, n=2), T.HOST_SATURATED, T.NEIGHBOUR_CORES) is None  # too few
+
+
+def test_compile_workers_are_the_runs_own_cores_for_both_load_figures():
+    """torch.compile's worker pool (sampled apart as cpu_compile_pct) is the run's own load: not a busy neighbour,
+    and not the "other processes" a fix comparison checks (analyzers/conditions.other_load): one definition."""
+    from haiprof.analyzers import thresholds as T
+    from haiprof.analyzers.conditions import other_load
+    from haiprof.analyzers.utilization import neighbour_finding, run_cores
+
+    compiling = [{**s, "cpu_compile_pct": 150.0} for s in _cpu_samples(100.0, 50.0)]
+    assert run_cores(compiling[0]) == 2.0
+    assert neighbour_finding(compiling, T.HOST_SATURATED, T.NEIGHBOUR_CORES) is None
+    assert other_load(compiling)["other_cores"] == 0.0
+    assert other_load(_cpu_samples(100.0, 50.0))["other_cores"] == 1.5   # without the pool: the same 1.5 as above
