@@ -1,4 +1,4 @@
-"""What the flush thread spends, per record, turning phase records into JSON lines (haiprof/rundir.py
+"""What the flush thread spends, per record, turning phase records into JSON lines (haiprof/rundir/appenders.py
 JsonlAppender.encode against plain json.dumps), side by side in one process.
 
     python benchmarks/flush_cost.py [--records 20000] [--rounds 15]

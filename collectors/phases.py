@@ -3,7 +3,8 @@
 It uses PyTorch's global hooks (module forward hooks, optimizer step hooks) and wraps a handful of entry points
 (DataLoader iteration, autograd.backward, Tensor.to on CUDA, torch.distributed collectives). Hooks only append
 (phase, start_ns, end_ns) to a queue; a background thread writes them. Partitioning into steps happens later, in
-the analyzers, so the hot path stays a clock read and an append.
+the analyzers, so the hot path stays a clock read and an append. The wrappers put on torch's own classes
+(Tensor.to/.cuda for h2d, Optimizer.__init__, hiding our hooks from module copies) are in phase_patches.py.
 """
 from __future__ import annotations
 
@@ -16,6 +17,7 @@ import weakref
 from typing import Callable
 
 from .loader_cpu import ThreadBusyClock
+from .phase_patches import hide_hooks_from_copies, install_h2d, watch_optimizers
 from .undo import undo_all
 
 STEP_MARK = "@step"
@@ -57,25 +59,6 @@ class StepLimitReached(SystemExit):
 
 
 END_WAIT_S = 2.0
-
-
-_HOOK_DICTS = ("_forward_pre_hooks", "_forward_hooks", "_forward_hooks_always_called")
-
-
-def _hide_hooks_from_copies(hook_ids: set) -> Callable:
-    """While our hooks sit on the user's root modules, a copy of a module (copy.deepcopy, pickle, torch.save) is
-    made without them: the state nn.Module.__getstate__ returns leaves out the entries with our hook ids. So a
-    checkpointed or EMA-copied model pickles (our hooks hold the recorder, its lock and queue), loads where haiprof
-    is not installed, and a copy never records into the run. Returns the undo."""
-    from haiprof.module_state import leave_out_of_copies
-
-    def without_our_hooks(state: dict) -> dict:
-        for key in _HOOK_DICTS:
-            hooks = state.get(key)
-            if hooks and not hook_ids.isdisjoint(hooks):
-                state[key] = type(hooks)((k, v) for k, v in hooks.items() if k not in hook_ids)
-        return state
-    return leave_out_of_copies(without_our_hooks)
 
 
 class PhaseRecorder:
@@ -361,7 +344,7 @@ class PhaseRecorder:
         for handle in (h3, h4):
             self._undo.append(handle.remove)
 
-        self._watch_optimizers(torch.optim.Optimizer)
+        watch_optimizers(torch.optim.Optimizer, self, self._undo)
         self._patch(dl_mod._BaseDataLoaderIter, "__next__", "dataloader")
         self._patch(torch.autograd, "backward", "backward", BACKWARD_MARK)
         self._patch(torch.autograd, "grad", "backward")
@@ -373,25 +356,10 @@ class PhaseRecorder:
         # Host-to-device copies exist only with a GPU: on a CPU-only run h2d is 0, measured, not guessed.
         if torch.cuda.is_available():
             self._torch_cuda = torch.cuda
-            self._install_h2d(torch)
+            install_h2d(torch, self._clock, self._append, self._gpu_begin, self._gpu_end, self._undo)
         # DataLoader workers are forked copies: they must not record (nobody would flush them).
         os.register_at_fork(after_in_child=self._in_child)
         return self
-
-    def _watch_optimizers(self, optimizer_cls) -> None:
-        original = optimizer_cls.__init__
-        if hasattr(original, "__haiprof_wrapped__"):
-            return
-        recorder = self
-
-        @functools.wraps(original)
-        def __init__(opt, *args, **kwargs):
-            recorder.optimizer_made = True
-            return original(opt, *args, **kwargs)
-
-        __init__.__haiprof_wrapped__ = original
-        optimizer_cls.__init__ = __init__
-        self._undo.append(lambda: setattr(optimizer_cls, "__init__", original))
 
     def _remove_global_hooks(self) -> None:
         while self._global_hooks:
@@ -416,50 +384,8 @@ class PhaseRecorder:
             post = root.register_forward_hook(self._forward_post, always_call=True)
             self._undo += [pre.remove, post.remove]
             ours.update((pre.id, post.id))
-        self._undo.append(_hide_hooks_from_copies(ours))
+        self._undo.append(hide_hooks_from_copies(ours))
         self.narrowed_to = len(roots)
-
-    def _install_h2d(self, torch) -> None:
-        clock, append = self._clock, self._append
-        gpu_begin, gpu_end = self._gpu_begin, self._gpu_end
-        original_to, original_cuda = torch.Tensor.to, torch.Tensor.cuda
-
-        Tensor = torch.Tensor
-
-        # Called for every Tensor.to in the script and inside torch: the common cases (a GPU tensor, a dtype
-        # cast) leave after one attribute read and a type check.
-        def to(self, *args, **kwargs):
-            if not self.is_cpu:
-                return original_to(self, *args, **kwargs)
-            target = args[0] if args else None
-            if kwargs:
-                target = kwargs.get("device", target)
-            if target is None or target.__class__ is torch.dtype:
-                return original_to(self, *args, **kwargs)
-            if isinstance(target, Tensor):
-                target = target.device
-            if "cuda" not in str(target):
-                return original_to(self, *args, **kwargs)
-            start, event = clock(), gpu_begin()
-            try:
-                return original_to(self, *args, **kwargs)
-            finally:
-                append(("h2d", start, clock()))
-                gpu_end("h2d", event)
-
-        def cuda(self, *args, **kwargs):
-            if not self.is_cpu:
-                return original_cuda(self, *args, **kwargs)
-            start, event = clock(), gpu_begin()
-            try:
-                return original_cuda(self, *args, **kwargs)
-            finally:
-                append(("h2d", start, clock()))
-                gpu_end("h2d", event)
-
-        torch.Tensor.to, torch.Tensor.cuda = to, cuda
-        self._undo.append(lambda: setattr(torch.Tensor, "to", original_to))
-        self._undo.append(lambda: setattr(torch.Tensor, "cuda", original_cuda))
 
     def _in_child(self) -> None:
         if os.getpid() != self._owner_pid:

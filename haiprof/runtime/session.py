@@ -6,7 +6,6 @@ without touching the script's exit code.
 """
 from __future__ import annotations
 
-import contextlib
 import os
 import platform
 import signal
@@ -24,6 +23,7 @@ from ..rundir import PHASES_BIN, RunDir
 from ..version import __version__
 from . import launcher
 from .conditions import CpuWait, setup_conditions
+from .teardown import SigtermDeferred, Unwritten, exit_forked_child, finishing_report
 
 SAMPLE_INTERVAL_S = 0.5
 
@@ -269,7 +269,7 @@ def profile_target(run_dir: RunDir, opts: RunOptions, on_exit: Callable, fix_pla
     appender.before_flush.append(requests.poll)
     outcome = None
     owner_pid = os.getpid()
-    term = _SigtermDeferred()
+    term = SigtermDeferred()
     if opts.steps:
         def stop_here(swallowed: bool = False) -> None:
             """The data is written and the process ends, without unwinding the script: at --fix auto's
@@ -308,15 +308,15 @@ def profile_target(run_dir: RunDir, opts: RunOptions, on_exit: Callable, fix_pla
                                sigterm_after=term if term.original == signal.SIG_DFL else None)
     finally:
         if os.getpid() != owner_pid:   # a child the script forked ended here: it must not finalize our run
-            _exit_forked_child(outcome)
-        with _finishing(run_dir) as finishing:
-            with term:   # until the data is on disk a SIGTERM is only noted (see _SigtermDeferred)
+            exit_forked_child(outcome)
+        with finishing_report(run_dir) as finishing:
+            with term:   # until the data is on disk a SIGTERM is only noted (see SigtermDeferred)
                 sharded.uninstall()
                 ddp.uninstall()
                 recorder.uninstall()
                 window.close()      # before appender.close(): it writes the window's end mark
                 requests.close()
-                unwritten = _Unwritten(run_dir)   # a full disk: the script's exit stays its own (see there)
+                unwritten = Unwritten(run_dir)   # a full disk: the script's exit stays its own (see there)
                 unwritten.attempt("losses.json", fix_session.finish)
                 unwritten.attempt("phases.bin", appender.close)
                 unwritten.note("phases.bin", appender.failed)
@@ -350,141 +350,8 @@ def profile_target(run_dir: RunDir, opts: RunOptions, on_exit: Callable, fix_pla
     return outcome.exit_code
 
 
-class _Unwritten:
-    """Writes at the run's end that failed (a full disk, a removed directory): the training and its exit code are
-    the script's, so each failure is noted, the next write still tried, and one warning line says what was not
-    written; what had reached the disk stays readable by `haiprof report`."""
-
-    def __init__(self, run_dir: RunDir):
-        self.run_dir, self.failed = run_dir, {}
-
-    def note(self, what: str, error: OSError | None) -> None:
-        if error is not None:
-            self.failed.setdefault(what, error)
-
-    def attempt(self, what: str, write: Callable) -> None:
-        try:
-            write()
-        except OSError as e:
-            self.note(what, e)
-
-    def say(self) -> None:
-        self.run_dir.unwritten = list(self.failed)   # on_exit then leaves the report for later
-        if self.failed:
-            why = next(iter(self.failed.values()))
-            _say(f"haiprof: warning: could not write {', '.join(self.failed)} in {self.run_dir.path} "
-                 f"({why.strerror or why}): recording stopped there; what reached the disk is kept "
-                 f"(haiprof report {self.run_dir.path} rebuilds the report once there is space)")
-
-
-class _SigtermDeferred:
-    """The SIGTERM handler from the script's end until the run's data is on disk (profile_target).
-
-    torch's elastic agent SIGTERMs the surviving ranks of a job as soon as one rank fails, while a survivor is still
-    unwinding from the broken collective. During the script launcher.run turns SIGTERM into an orderly end; once it
-    is over, the default action would kill the process before appender.close() writes the records queued since the
-    last periodic flush, which in a short job can be every step it made. So launcher.run leaves this handler in
-    place instead: the signal is noted, the data written, and the process ends of it after on_exit.
-    """
-
-    def __init__(self):
-        self.original = signal.getsignal(signal.SIGTERM)
-        self.signum = None
-
-    def __call__(self, signum, frame):
-        self.signum = signum
-
-    def __enter__(self):
-        return self
-
-    def __exit__(self, *exc):
-        if signal.getsignal(signal.SIGTERM) is self:   # put in place by launcher.run: from here, as before
-            signal.signal(signal.SIGTERM, self.original)
-        return False
-
-
-def _exit_forked_child(outcome) -> None:
-    """End a child the script forked as python would end it (its atexit handlers, flushed output, its exit
-    status), without our teardown and without C++ static destructors (libkineto's hang after a fork)."""
-    import atexit
-    try:
-        atexit._run_exitfuncs()
-    except BaseException:
-        pass
-    for stream in (sys.stdout, sys.stderr):
-        try:
-            stream.flush()
-        except Exception:
-            pass
-    if outcome is not None and outcome.reraise_signal is not None:
-        signal.signal(outcome.reraise_signal, signal.SIG_DFL)
-        os.kill(os.getpid(), outcome.reraise_signal)
-    os._exit(1 if outcome is None else outcome.exit_code)
-
-
-class _Finishing:
-    """What _finishing hands its block: `guard_sigterm()` once the data is on disk (before that _SigtermDeferred
-    holds SIGTERM); `signum`, a SIGTERM noted while the report was written, which the process then dies of."""
-
-    def __init__(self, run_dir: RunDir):
-        self.run_dir, self.signum, self._previous = run_dir, None, None
-
-    def guard_sigterm(self, noted: int | None = None) -> None:
-        """From here a SIGTERM is noted and the report finished; `noted`: one already noted while the data was
-        being written (said now, as if it came during the report)."""
-        if noted is not None:
-            self._on_term(noted, None)
-        try:
-            if signal.getsignal(signal.SIGTERM) == signal.SIG_DFL:   # a handler of the script's own stays
-                self._previous = signal.signal(signal.SIGTERM, self._on_term)
-        except ValueError:   # not the main thread
-            pass
-
-    def _on_term(self, signum, frame) -> None:
-        if self.signum is None:
-            _say(f"haiprof: terminated while writing the report: finishing it first (if this process is killed "
-                 f"before it ends, rebuild it with: haiprof report {self.run_dir.path})")
-        self.signum = signum
-
-    def release(self) -> None:
-        if self._previous is not None and signal.getsignal(signal.SIGTERM) == self._on_term:
-            signal.signal(signal.SIGTERM, self._previous)
-        self._previous = None
-
-
-@contextlib.contextmanager
-def _finishing(run_dir: RunDir):
-    """While the report is written: a first Ctrl-C is noted and the report still finished; a second one stops,
-    naming the command that rebuilds it. A hang-up (the terminal is gone) no longer ends the process here, and a
-    SIGTERM (once guard_sigterm() is called) is noted, the report finished, then the process ends by it."""
-    presses = 0
-    state = _Finishing(run_dir)
-
-    def on_sigint(signum, frame):
-        nonlocal presses
-        presses += 1
-        if presses > 1:
-            raise KeyboardInterrupt
-        _say(f"haiprof: finishing the report in {run_dir.path} (Ctrl-C again to skip it)")
-
-    previous = {}
-    try:
-        previous[signal.SIGINT] = signal.signal(signal.SIGINT, on_sigint)
-        if signal.getsignal(signal.SIGHUP) == signal.SIG_DFL:
-            previous[signal.SIGHUP] = signal.signal(signal.SIGHUP, signal.SIG_IGN)
-    except ValueError:   # not the main thread: signals cannot be handled here
-        pass
-    try:
-        yield state
-    except KeyboardInterrupt:
-        _say(f"haiprof: report not written; rebuild it with: haiprof report {run_dir.path}")
-        raise
-    finally:
-        state.release()
-        for signum, handler in previous.items():
-            signal.signal(signum, handler)
-
-
 def _say(line: str) -> None:
     say(line)   # the process's own stderr (errors.keep_stderr), never the script's replacement
 
+
+_SigtermDeferred = SigtermDeferred   # its name before it moved to teardown.py, still importable from here
