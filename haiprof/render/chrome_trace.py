@@ -1,4 +1,5 @@
-"""`haiprof export RUN_DIR --format chrome`: the run as a Chrome trace (JSON Object Format), for Perfetto.
+"""A run directory as a Chrome trace (JSON Object Format), for Perfetto: what `haiprof export --format chrome`
+writes.
 
 Phases become complete slices ("ph": "X") on one process per rank (host timings on one thread, CUDA-event
 timings on another, the steps on a third); system samples become counter tracks ("ph": "C") of a "system"
@@ -8,18 +9,22 @@ each rank's directory), shifted onto the same time axis.
 Time axis: microseconds since the run started. Each run dir's CLOCK_MONOTONIC stamps are mapped to wall time
 through the pair meta.json records at start (start_time, start_monotonic_ns); Kineto stamps are wall time
 (`baseTimeNanoseconds` + ts), so both line up to within the clocks' agreement.
+
+Memory: the events are made and written a chunk at a time (`Trace.chunks`, `write_trace`); what a long run
+keeps whole is numpy columns (the phase records, the slices' sort order), tens of bytes a record.
 """
 from __future__ import annotations
 
+import bisect
 import gzip
 import json
 import os
 import re
 from pathlib import Path
+from typing import Iterator
 
 import numpy as np
 
-from ..errors import OneLineParser
 from ..rundir import PHASES, RunDir
 
 # Pids above Linux's pid_max (2**22), so ours never collide with the real pids and device ids Kineto uses.
@@ -27,6 +32,7 @@ RANK_PID_BASE = 10_000_000
 SYSTEM_PID = 20_000_000
 TID_STEPS, TID_HOST, TID_GPU = 1, 2, 3
 KINETO_NAMES = ("trace.json.gz", "trace.json")
+CHUNK = 50_000   # events made and written at a time: ~20 MiB of dicts, whatever the length of the run
 
 # Cumulative counters in the system samples: exported as MiB/s rates, since a running total is unreadable.
 CUMULATIVE = ("proc_read_bytes", "proc_write_bytes", "disk_read_bytes", "disk_write_bytes", "net_sent_bytes",
@@ -69,74 +75,121 @@ def _meta_event(name: str, pid: int, tid: int, value) -> dict:
     return {"ph": "M", "name": name, "pid": pid, "tid": tid, "args": {key: value}}
 
 
-def phase_events(rank: int, run_dir: RunDir, meta: dict, base_wall_ns: int) -> list[dict]:
-    """Slices for one rank: each recorded interval, plus one slice per step on its own track."""
-    to_wall = _wall_ns(meta)
+def phase_events(rank: int, run_dir: RunDir, meta: dict, base_wall_ns: int, window=None) -> list[dict]:
+    """Slices for one rank: each recorded interval, plus one slice per step on its own track (phase_chunks as
+    one list)."""
+    return [ev for chunk in phase_chunks(rank, run_dir, meta, base_wall_ns, window) for ev in chunk]
+
+
+def _overlaps(start: np.ndarray, end: np.ndarray, window) -> np.ndarray:
+    """Intervals [start, end] with a part inside window [t0, t1) (one of no length: its point inside)."""
+    t0, t1 = window
+    return (start < t1) & (np.maximum(end, start + 1) > t0)
+
+
+def phase_chunks(rank: int, run_dir: RunDir, meta: dict, base_wall_ns: int, window=None,
+                 chunk: int = CHUNK) -> Iterator[list[dict]]:
+    """phase_events a chunk of at most `chunk` slices at a time (the track metadata first): a dict per slice
+    only for the slices of the chunk being written. `window`: (t0, t1) on this run dir's CLOCK_MONOTONIC (ns):
+    only the slices overlapping it (steps numbered as in the whole run)."""
     pid = RANK_PID_BASE + rank
-    events = [_meta_event("process_name", pid, 0, f"haiprof rank {rank}"),
-              _meta_event("process_sort_index", pid, 0, rank),
-              _meta_event("thread_name", pid, TID_STEPS, "steps"),
-              _meta_event("thread_name", pid, TID_HOST, "phases (host)")]
-    offset = to_wall(0) - base_wall_ns
+    offset = _wall_ns(meta)(0) - base_wall_ns   # ns to add to a CLOCK_MONOTONIC time to get the trace's axis
+    cols = run_dir.read_phase_columns()
+    sl = _Slices(cols, offset, window)
+    marks = np.sort(np.array(sl.marks, dtype=np.int64))
+    del cols
+    head = [_meta_event("process_name", pid, 0, f"haiprof rank {rank}"),
+            _meta_event("process_sort_index", pid, 0, rank),
+            _meta_event("thread_name", pid, TID_STEPS, "steps"),
+            _meta_event("thread_name", pid, TID_HOST, "phases (host)")]
+    if sl.has_gpu:   # CPU runs: no empty CUDA-events track
+        head.append(_meta_event("thread_name", pid, TID_GPU, "phases (CUDA events)"))
+    yield head
+    yield from sl.chunks(pid, chunk)
+    if not len(marks):
+        return
+    # the steps: between consecutive marks, the first from the first host slice (of the whole run) before them
+    first = sl.first_host
+    lead = first is not None and (first + offset) / 1e3 < (int(marks[0]) + offset) / 1e3
+    edges_ns = np.concatenate([[first], marks]) if lead else marks
+    idx = np.arange(len(edges_ns) - 1)
+    if window is not None:
+        idx = idx[_overlaps(edges_ns[:-1], edges_ns[1:], window)]
+    edges = (edges_ns + offset) / 1e3
+    for k in range(0, len(idx), chunk):
+        i = idx[k:k + chunk]
+        yield [{"ph": "X", "name": f"step {n}", "cat": "step", "pid": pid, "tid": TID_STEPS, "ts": a, "dur": d,
+                "args": {"step": n}}
+               for n, a, d in zip(i.tolist(), edges[i].tolist(), (edges[i + 1] - edges[i]).tolist())]
 
-    def us(t_ns: int) -> float:
-        return (to_wall(t_ns) - base_wall_ns) / 1e3
 
-    slices, step_marks = _slices(run_dir.read_phase_columns(), offset, pid)
-    if any(ev["tid"] == TID_GPU for ev in slices):   # CPU runs: no empty CUDA-events track
-        events.append(_meta_event("thread_name", pid, TID_GPU, "phases (CUDA events)"))
-    events += slices
-    step_marks.sort()
-    first = min([ev["ts"] for ev in slices if ev["tid"] == TID_HOST] or [None]) if step_marks else None
-    edges = ([first] if first is not None and first < us(step_marks[0]) else []) + [us(t) for t in step_marks]
-    for i, (a, b) in enumerate(zip(edges, edges[1:])):
-        events.append({"ph": "X", "name": f"step {i}", "cat": "step", "pid": pid, "tid": TID_STEPS, "ts": a,
-                       "dur": b - a, "args": {"step": i}})
-    return events
+class _Slices:
+    """The phase slices of a run dir's columns, sorted by track, start and longest first (a parent before its
+    children at the same start, for viewers to nest them), then written order; the @step marks' times. Arrays
+    only: the dicts are made a chunk at a time (`chunks`). `offset`: ns to add to a CLOCK_MONOTONIC time to get
+    the trace's axis."""
 
+    def __init__(self, cols, offset: int, window=None):
+        def what(name):   # (tid, phase), phase None for anything not a phase interval
+            tid, phase = (TID_GPU, name[4:]) if name.startswith("gpu:") else (TID_HOST, name)
+            return (tid, phase) if phase in PHASES else (0, None)
 
-def _slices(cols, offset: int, pid: int) -> tuple[list[dict], list[int]]:
-    """(phase slices sorted by track, start and longest first, the @step marks' times) from the phase columns:
-    a dict per slice (the trace's own), no list per record read. `offset`: ns to add to a CLOCK_MONOTONIC time to
-    get the trace's axis."""
-    def what(name):   # (tid, phase), phase None for anything not a phase interval
-        tid, phase = (TID_GPU, name[4:]) if name.startswith("gpu:") else (TID_HOST, name)
-        return (tid, phase) if phase in PHASES else (0, None)
+        looked = [what(x) for x in cols.names] + [(0, None)]
+        self.phases = list(PHASES)
+        phase_of = np.array([self.phases.index(p) if p else -1 for _, p in looked], dtype=np.int64)
+        tid_of = np.array([t for t, _ in looked], dtype=np.int64)
+        at = np.flatnonzero(tid_of[cols.code].astype(bool) & (cols.end >= cols.start))
+        mark = np.zeros(len(looked), dtype=bool)
+        mark[[i for i, x in enumerate(cols.names) if x == "@step"]] = True
+        self.marks = cols.start[mark[cols.code]].tolist() + [r[1] for _, r in cols.odd if r[0] == "@step"]
+        odd = [(2 * a, *what(r[0]), r[1], r[2]) for a, r in cols.odd
+               if what(r[0])[1] is not None and r[2] >= r[1]]
+        # the written order (an odd record before the column row it was written before) breaks ties, as a
+        # stable sort
+        order = np.concatenate([2 * at + 1, np.array([o[0] for o in odd], dtype=np.int64)])
+        tid = np.concatenate([tid_of[cols.code[at]], np.array([o[1] for o in odd], dtype=np.int64)])
+        phase = np.concatenate([phase_of[cols.code[at]], np.array([self.phases.index(o[2]) for o in odd],
+                                                                  dtype=np.int64)])
+        start = np.concatenate([cols.start[at], np.array([o[3] for o in odd], dtype=np.int64)])
+        end = np.concatenate([cols.end[at], np.array([o[4] for o in odd], dtype=np.int64)])
+        del at
+        host = tid == TID_HOST
+        self.first_host = int(start[host].min()) if host.any() else None   # where the first step begins
+        self.has_gpu = bool((tid == TID_GPU).any())
+        if window is not None:
+            keep = _overlaps(start, end, window)
+            order, tid, phase, start, end = order[keep], tid[keep], phase[keep], start[keep], end[keep]
+        self.ts, self.dur = (start + offset) / 1e3, (end - start) / 1e3
+        del start, end
+        self.by = np.lexsort((order, -self.dur, self.ts, tid))
+        self.tid, self.phase = tid, phase
 
-    looked = [what(x) for x in cols.names] + [(0, None)]
-    phase_of = np.array([p for _, p in looked], dtype=object)
-    tid_of = np.array([t for t, _ in looked], dtype=np.int64)
-    at = np.flatnonzero(tid_of[cols.code].astype(bool) & (cols.end >= cols.start))
-    mark = np.zeros(len(looked), dtype=bool)
-    mark[[i for i, x in enumerate(cols.names) if x == "@step"]] = True
-    marks = cols.start[mark[cols.code]].tolist() + [r[1] for _, r in cols.odd if r[0] == "@step"]
-    odd = [(2 * a, *what(r[0]), r[1], r[2]) for a, r in cols.odd if what(r[0])[1] is not None and r[2] >= r[1]]
-    start, end = cols.start[at], cols.end[at]
-    # the written order (an odd record before the column row it was written before) breaks ties, as a stable sort
-    order = np.concatenate([2 * at + 1, np.array([o[0] for o in odd], dtype=np.int64)])
-    tid = np.concatenate([tid_of[cols.code[at]], np.array([o[1] for o in odd], dtype=np.int64)])
-    phase = np.concatenate([phase_of[cols.code[at]], np.array([o[2] for o in odd], dtype=object)])
-    ts = np.concatenate([(start + offset) / 1e3, np.array([(o[3] + offset) / 1e3 for o in odd], dtype=float)])
-    dur = np.concatenate([(end - start) / 1e3, np.array([(o[4] - o[3]) / 1e3 for o in odd], dtype=float)])
-    # A parent must come before its children at the same start for viewers to nest them.
-    by = np.lexsort((order, -dur, ts, tid))
-    slices = [{"ph": "X", "name": n, "cat": "phase", "pid": pid, "tid": t, "ts": a, "dur": d}
-              for n, t, a, d in zip(phase[by].tolist(), tid[by].tolist(), ts[by].tolist(), dur[by].tolist())]
-    return slices, marks
+    def chunks(self, pid: int, chunk: int) -> Iterator[list[dict]]:
+        names = self.phases
+        for k in range(0, len(self.by), chunk):
+            i = self.by[k:k + chunk]
+            yield [{"ph": "X", "name": names[n], "cat": "phase", "pid": pid, "tid": t, "ts": a, "dur": d}
+                   for n, t, a, d in zip(self.phase[i].tolist(), self.tid[i].tolist(), self.ts[i].tolist(),
+                                         self.dur[i].tolist())]
 
 
 def counter_events(samples: list[dict], meta: dict, base_wall_ns: int, pid: int = SYSTEM_PID,
-                   collector: str = "system") -> list[dict]:
+                   collector: str = "system", window=None) -> list[dict]:
     """Counter tracks from one sampler's records: numeric fields (and numeric lists, one series per item) as
     they are, the system sampler's cumulative byte counters as MiB/s between consecutive samples. Fields of
-    collectors other than `system` are prefixed with the collector's name."""
+    collectors other than `system` are prefixed with the collector's name. `window`: (t0, t1) on the run dir's
+    CLOCK_MONOTONIC (ns): the samples inside it, and the last one before it (its values hold at t0)."""
     to_wall = _wall_ns(meta)
     prefix = "" if collector == "system" else f"{collector}."
-    events = []
+    recs = [r for r in samples if isinstance(r, dict) and isinstance(r.get("t_ns"), int)]
     prev = None
-    for rec in samples:
-        if not isinstance(rec, dict) or not isinstance(rec.get("t_ns"), int):
-            continue
+    if window is not None:
+        times = [r["t_ns"] for r in recs]
+        lo, hi = max(0, bisect.bisect_left(times, window[0]) - 1), bisect.bisect_left(times, window[1])
+        prev = recs[lo - 1] if lo > 0 else None   # a rate needs the sample before
+        recs = recs[lo:hi]
+    events = []
+    for rec in recs:
         ts = (to_wall(rec["t_ns"]) - base_wall_ns) / 1e3
         for key, value in rec.items():
             if key in ("t_ns", "cost_ns") or (not prefix and key in CUMULATIVE):
@@ -166,8 +219,9 @@ def find_kineto(run_dir: RunDir) -> Path | None:
     return None
 
 
-def kineto_events(path: Path, base_wall_ns: int) -> list[dict]:
-    """A torch.profiler / Kineto Chrome trace, shifted onto our axis (µs since the run started)."""
+def kineto_events(path: Path, base_wall_ns: int, window_us=None) -> list[dict]:
+    """A torch.profiler / Kineto Chrome trace, shifted onto our axis (µs since the run started). `window_us`:
+    (a, b) on that axis: only the events overlapping it (and the metadata)."""
     try:
         opener = gzip.open if path.name.endswith(".gz") else open
         with opener(path, "rt", encoding="utf-8") as f:
@@ -187,39 +241,81 @@ def kineto_events(path: Path, base_wall_ns: int) -> list[dict]:
         ev = dict(ev)
         if isinstance(ev.get("ts"), (int, float)) and ev.get("ph") != "M":
             ev["ts"] = ev["ts"] + shift_us
+            if window_us is not None:
+                dur = ev.get("dur") if isinstance(ev.get("dur"), (int, float)) else 0
+                if not (ev["ts"] < window_us[1] and (ev["ts"] + dur > window_us[0] or ev["ts"] >= window_us[0])):
+                    continue
         elif ev.get("ph") == "M":
             ev.pop("ts", None)
         out.append(ev)
     return out
 
 
-def build_trace(run_dir: RunDir, merge: list[Path] | None = None) -> dict:
-    """The Chrome trace of a run; `merge`: Kineto traces to add (see `kineto_traces` for the defaults)."""
-    meta = run_dir.read_meta()
-    sources = rank_sources(run_dir, meta)
-    for _, rdir, rmeta in sources:
-        try:
-            _wall_ns(rmeta)  # fail early, with the reason, on a run dir without a time base
-        except ExportError as e:
-            raise ExportError(f"{rdir.path}: {e}") from None
-    # Time zero: the earliest rank start (a job directory's own meta may predate or lack its ranks' clocks).
-    base_wall_ns = min(int(rmeta["start_time"] * 1e9) for _, _, rmeta in sources)
-    events: list[dict] = []
-    for rank, rdir, rmeta in sources:
-        events += phase_events(rank, rdir, rmeta, base_wall_ns)
-        collectors = rdir.sample_collectors()
-        if collectors:
-            pid = SYSTEM_PID + rank
-            label = "haiprof system" if len(sources) == 1 else f"haiprof system (rank {rank})"
-            events += [_meta_event("process_name", pid, 0, label),
+class Trace:
+    """The Chrome trace of a run, its events a chunk at a time (`chunks`), then the object's other keys
+    (`tail`): what `write_trace` streams into the file and `build_trace` collects. `merge`: Kineto traces to add
+    (see `kineto_traces` for the defaults); `windows`: {rank: (t0, t1)} on that rank's CLOCK_MONOTONIC (ns), only
+    the events overlapping it (None: the whole run). After `chunks`, `steps` holds per rank the step slices
+    written: (count, first index, last index)."""
+
+    def __init__(self, run_dir: RunDir, merge: list[Path] | None = None, windows: dict | None = None,
+                 chunk: int = CHUNK):
+        self.meta = run_dir.read_meta()
+        self.sources = rank_sources(run_dir, self.meta)
+        for _, rdir, rmeta in self.sources:
+            try:
+                _wall_ns(rmeta)  # fail early, with the reason, on a run dir without a time base
+            except ExportError as e:
+                raise ExportError(f"{rdir.path}: {e}") from None
+        # Time zero: the earliest rank start (a job directory's own meta may predate or lack its ranks' clocks).
+        self.base_wall_ns = min(int(rmeta["start_time"] * 1e9) for _, _, rmeta in self.sources)
+        self.merge, self.windows, self.chunk = list(merge or []), windows, chunk
+        self.steps: dict = {}
+
+    def _window(self, rank: int):
+        return None if self.windows is None else self.windows.get(rank, (0, 0))   # (0, 0): nothing
+
+    def _window_us(self):
+        """The hull of the ranks' windows on the trace's axis (µs), for the Kineto events; None: everything."""
+        if self.windows is None:
+            return None
+        spans = []
+        for rank, _, rmeta in self.sources:
+            (t0, t1), offset = self._window(rank), _wall_ns(rmeta)(0) - self.base_wall_ns
+            spans += [((t0 + offset) / 1e3, (t1 + offset) / 1e3)] if t1 > t0 else []
+        return (min(a for a, _ in spans), max(b for _, b in spans)) if spans else (0.0, 0.0)
+
+    def chunks(self) -> Iterator[list[dict]]:
+        base = self.base_wall_ns
+        for rank, rdir, rmeta in self.sources:
+            for part in phase_chunks(rank, rdir, rmeta, base, self._window(rank), self.chunk):
+                if part and part[0].get("cat") == "step":
+                    n, lo, hi = self.steps.get(rank, (0, None, None))
+                    self.steps[rank] = (n + len(part), part[0]["args"]["step"] if lo is None else lo,
+                                        part[-1]["args"]["step"])
+                yield part
+            collectors = rdir.sample_collectors()
+            if collectors:
+                pid = SYSTEM_PID + rank
+                label = "haiprof system" if len(self.sources) == 1 else f"haiprof system (rank {rank})"
+                yield [_meta_event("process_name", pid, 0, label),
                        _meta_event("process_sort_index", pid, 0, 1_000_000 + rank)]
-            for name in collectors:
-                events += counter_events(rdir.read_samples(name), rmeta, base_wall_ns, pid, name)
-    for path in merge or []:
-        events += kineto_events(path, base_wall_ns)
-    return {"traceEvents": events, "displayTimeUnit": "ms", "baseTimeNanoseconds": base_wall_ns,
-            "otherData": {"haiprof_run": meta.get("target_name"), "command": meta.get("command"),
-                          "merged_traces": [str(p) for p in merge or []]}}
+                for name in collectors:   # read_samples: at most MAX_SAMPLES a collector, however long the run
+                    yield counter_events(rdir.read_samples(name), rmeta, base, pid, name, self._window(rank))
+        window_us = self._window_us()
+        for path in self.merge:
+            yield kineto_events(path, base, window_us)
+
+    def tail(self) -> dict:
+        return {"displayTimeUnit": "ms", "baseTimeNanoseconds": self.base_wall_ns,
+                "otherData": {"haiprof_run": self.meta.get("target_name"), "command": self.meta.get("command"),
+                              "merged_traces": [str(p) for p in self.merge]}}
+
+
+def build_trace(run_dir: RunDir, merge: list[Path] | None = None, windows: dict | None = None) -> dict:
+    """The Chrome trace of a run as one dict (what `write_trace` writes, in memory: for tests and small runs)."""
+    trace = Trace(run_dir, merge, windows)
+    return {"traceEvents": [ev for part in trace.chunks() for ev in part], **trace.tail()}
 
 
 def kineto_traces(run_dir: RunDir) -> list[Path]:
@@ -230,48 +326,26 @@ def kineto_traces(run_dir: RunDir) -> list[Path]:
     return [p for p in dict.fromkeys(found + [own]) if p is not None]
 
 
-def write_trace(trace: dict, out: Path) -> Path:
+def write_trace(trace: Trace, out: Path) -> int:
+    """Stream the trace into `out` (gzip for a .gz name) a chunk at a time, through a temporary file renamed
+    over `out` when complete (no half-written trace under its name). Returns the number of events written."""
     opener = gzip.open if out.name.endswith(".gz") else open
     tmp = out.with_name(f".{out.name}.{os.getpid()}.tmp")
-    with opener(tmp, "wt", encoding="utf-8") as f:
-        json.dump(trace, f, separators=(",", ":"))
-    os.replace(tmp, out)
-    return out
-
-
-def cmd_export(argv: list[str]) -> int:
-    from ..errors import UserError
-
-    p = OneLineParser(prog="haiprof export", description="Export a run for other tools. "
-                                "chrome: a Chrome trace JSON (open it in ui.perfetto.dev or chrome://tracing).")
-    p.add_argument("run_dir")
-    p.add_argument("--format", choices=["chrome"], default="chrome", help="output format (default chrome)")
-    p.add_argument("--out", metavar="FILE", help="output file (default RUN_DIR/trace.chrome.json; .gz compresses)")
-    p.add_argument("--overwrite", action="store_true", help="replace an existing --out file")
-    p.add_argument("--merge-trace", nargs="?", const="", metavar="KINETO_JSON",
-                   help="merge a torch.profiler/Kineto Chrome trace (default: trace.json.gz in RUN_DIR)")
+    dumps = json.JSONEncoder(separators=(",", ":")).encode   # json.dump's own output, a chunk at a time
+    n = 0
     try:
-        ns = p.parse_args(argv)
-    except SystemExit as e:
-        return int(e.code or 0)
-    run_dir = RunDir.open(ns.run_dir)
-    if ns.out and Path(ns.out).exists() and not ns.overwrite:   # never a user's file (or a run's meta.json)
-        raise UserError(f"--out {ns.out}: exists; choose a new file or pass --overwrite")
-    merge = None
-    if ns.merge_trace is not None:
-        merge = [Path(ns.merge_trace)] if ns.merge_trace else kineto_traces(run_dir)
-        if not merge:
-            raise UserError(f"--merge-trace: no Kineto trace in {run_dir.path} ({' or '.join(KINETO_NAMES)})")
-        if not merge[0].is_file():
-            raise UserError(f"--merge-trace: {merge[0]}: no such file")
-    try:
-        trace = build_trace(run_dir, merge)
-    except ExportError as e:
-        raise UserError(str(e)) from None
-    out = Path(ns.out) if ns.out else run_dir.path / "trace.chrome.json"
-    try:
-        write_trace(trace, out)
-    except OSError as e:
-        raise UserError(f"cannot write {out}: {e.strerror or e}") from None
-    print(out)
-    return 0
+        with opener(tmp, "wt", encoding="utf-8") as f:
+            f.write('{"traceEvents":[')
+            for part in trace.chunks():
+                if part:
+                    f.write(("," if n else "") + dumps(part)[1:-1])
+                    n += len(part)
+            f.write("]")
+            for key, value in trace.tail().items():
+                f.write(f",{dumps(key)}:{dumps(value)}")
+            f.write("}")
+        os.replace(tmp, out)
+    except BaseException:   # an error or a Ctrl-C midway: no temporary file left behind
+        tmp.unlink(missing_ok=True)
+        raise
+    return n
