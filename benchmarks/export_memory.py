@@ -52,7 +52,8 @@ def main() -> None:
             if not (run / "phases.bin").is_file():
                 write_run(run, n, slow_at=n * 3 // 4)
             out = Path(tmp) / ("trace.json.gz" if args.gz else "trace.json")
-            for extra in [()] + [("--steps", r) for r in args.range]:
+            ranges = [r for r in args.range if int(r.split(":")[-1]) < n]   # a range past this run: not for it
+            for extra in [()] + [("--steps", r) for r in ranges]:
                 wall, cpu, peak, err = timed_export(run, out, *extra)
                 print(f"{n:,} steps {' '.join(extra) or '(whole run)'}: {wall:.1f} s ({cpu:.1f} s CPU), peak RSS "
                       f"{peak:.0f} MiB, {out.stat().st_size / MIB:.1f} MiB written; {err.splitlines()[-1] if err else ''}",
