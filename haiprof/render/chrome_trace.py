@@ -32,7 +32,8 @@ RANK_PID_BASE = 10_000_000
 SYSTEM_PID = 20_000_000
 TID_STEPS, TID_HOST, TID_GPU = 1, 2, 3
 KINETO_NAMES = ("trace.json.gz", "trace.json")
-CHUNK = 50_000   # events made and written at a time: ~20 MiB of dicts, whatever the length of the run
+CHUNK = 10_000   # events made and written at a time: a few MiB of dicts, whatever the length of the run
+BUCKET_CHUNKS = 10   # phase slices sorted at a time, in chunks: a few MiB of arrays (one pass over the columns each)
 
 # Cumulative counters in the system samples: exported as MiB/s rates, since a running total is unreadable.
 CUMULATIVE = ("proc_read_bytes", "proc_write_bytes", "disk_read_bytes", "disk_write_bytes", "net_sent_bytes",
@@ -96,7 +97,6 @@ def phase_chunks(rank: int, run_dir: RunDir, meta: dict, base_wall_ns: int, wind
     offset = _wall_ns(meta)(0) - base_wall_ns   # ns to add to a CLOCK_MONOTONIC time to get the trace's axis
     cols = run_dir.read_phase_columns()
     sl = _Slices(cols, offset, window)
-    marks = np.sort(np.array(sl.marks, dtype=np.int64))
     del cols
     head = [_meta_event("process_name", pid, 0, f"haiprof rank {rank}"),
             _meta_event("process_sort_index", pid, 0, rank),
@@ -106,10 +106,11 @@ def phase_chunks(rank: int, run_dir: RunDir, meta: dict, base_wall_ns: int, wind
         head.append(_meta_event("thread_name", pid, TID_GPU, "phases (CUDA events)"))
     yield head
     yield from sl.chunks(pid, chunk)
+    marks, first = sl.marks, sl.first_host
+    del sl   # the columns
     if not len(marks):
         return
     # the steps: between consecutive marks, the first from the first host slice (of the whole run) before them
-    first = sl.first_host
     lead = first is not None and (first + offset) / 1e3 < (int(marks[0]) + offset) / 1e3
     edges_ns = np.concatenate([[first], marks]) if lead else marks
     idx = np.arange(len(edges_ns) - 1)
@@ -124,53 +125,76 @@ def phase_chunks(rank: int, run_dir: RunDir, meta: dict, base_wall_ns: int, wind
 
 
 class _Slices:
-    """The phase slices of a run dir's columns, sorted by track, start and longest first (a parent before its
-    children at the same start, for viewers to nest them), then written order; the @step marks' times. Arrays
-    only: the dicts are made a chunk at a time (`chunks`). `offset`: ns to add to a CLOCK_MONOTONIC time to get
-    the trace's axis."""
+    """The phase slices of a run dir's columns in the trace's order: by track, start and longest first (a
+    parent before its children at the same start, for viewers to nest them), then written order. Sorted and made
+    a time bucket of about BUCKET_CHUNKS x `chunk` slices at a time (`chunks`): beside the columns, memory holds one bucket's
+    arrays and dicts, however long the run. `offset`: ns to add to a CLOCK_MONOTONIC time to get the trace's axis;
+    `window`: (t0, t1) ns, only the slices overlapping it. Also the @step marks' times (`marks`, sorted), the
+    first host slice's start (`first_host`) and whether any slice is a CUDA-event one (`has_gpu`)."""
 
     def __init__(self, cols, offset: int, window=None):
         def what(name):   # (tid, phase), phase None for anything not a phase interval
             tid, phase = (TID_GPU, name[4:]) if name.startswith("gpu:") else (TID_HOST, name)
             return (tid, phase) if phase in PHASES else (0, None)
 
+        self.cols, self.offset, self.phases = cols, offset, list(PHASES)
         looked = [what(x) for x in cols.names] + [(0, None)]
-        self.phases = list(PHASES)
-        phase_of = np.array([self.phases.index(p) if p else -1 for _, p in looked], dtype=np.int64)
-        tid_of = np.array([t for t, _ in looked], dtype=np.int64)
-        at = np.flatnonzero(tid_of[cols.code].astype(bool) & (cols.end >= cols.start))
+        self.phase_of = np.array([self.phases.index(p) if p else -1 for _, p in looked], dtype=np.int8)
+        self.tid_of = np.array([t for t, _ in looked], dtype=np.int8)
         mark = np.zeros(len(looked), dtype=bool)
         mark[[i for i, x in enumerate(cols.names) if x == "@step"]] = True
-        self.marks = cols.start[mark[cols.code]].tolist() + [r[1] for _, r in cols.odd if r[0] == "@step"]
-        odd = [(2 * a, *what(r[0]), r[1], r[2]) for a, r in cols.odd
-               if what(r[0])[1] is not None and r[2] >= r[1]]
-        # the written order (an odd record before the column row it was written before) breaks ties, as a
-        # stable sort
-        order = np.concatenate([2 * at + 1, np.array([o[0] for o in odd], dtype=np.int64)])
-        tid = np.concatenate([tid_of[cols.code[at]], np.array([o[1] for o in odd], dtype=np.int64)])
-        phase = np.concatenate([phase_of[cols.code[at]], np.array([self.phases.index(o[2]) for o in odd],
-                                                                  dtype=np.int64)])
-        start = np.concatenate([cols.start[at], np.array([o[3] for o in odd], dtype=np.int64)])
-        end = np.concatenate([cols.end[at], np.array([o[4] for o in odd], dtype=np.int64)])
-        del at
-        host = tid == TID_HOST
-        self.first_host = int(start[host].min()) if host.any() else None   # where the first step begins
-        self.has_gpu = bool((tid == TID_GPU).any())
+        self.marks = np.sort(np.concatenate([cols.start[mark[cols.code]],
+                                             np.array([r[1] for _, r in cols.odd if r[0] == "@step"], np.int64)]))
+        # records the columns do not hold (few): (written order, tid, phase, start, end); an odd record before the
+        # column row it was written before (2a < 2a + 1)
+        self.odd = [(2 * at, t, self.phases.index(p), r[1], r[2]) for at, r in cols.odd
+                    for t, p in [what(r[0])] if p is not None and r[2] >= r[1]]
+        self.row_tid = self.tid_of[cols.code]
+        self.row_tid[cols.end < cols.start] = 0
+        host = [o[3] for o in self.odd if o[1] == TID_HOST]
+        rows = self.row_tid == TID_HOST
+        big = np.iinfo(np.int64).max
+        firsts = ([int(np.min(cols.start, where=rows, initial=big))] if rows.any() else []) + host
+        self.first_host = min(firsts) if firsts else None   # where the first step begins
+        self.has_gpu = bool((self.row_tid == TID_GPU).any()) or any(o[1] == TID_GPU for o in self.odd)
         if window is not None:
-            keep = _overlaps(start, end, window)
-            order, tid, phase, start, end = order[keep], tid[keep], phase[keep], start[keep], end[keep]
-        self.ts, self.dur = (start + offset) / 1e3, (end - start) / 1e3
-        del start, end
-        self.by = np.lexsort((order, -self.dur, self.ts, tid))
-        self.tid, self.phase = tid, phase
+            self.row_tid[~_overlaps(cols.start, cols.end, window)] = 0
+            self.odd = [o for o in self.odd if _overlaps(np.array([o[3]]), np.array([o[4]]), window)[0]]
+
+    def _buckets(self, rows: np.ndarray, odd: list, chunk: int) -> list:
+        """Start times cutting this track's slices into buckets of about `chunk` (rows with one start share a
+        bucket, so bucket by bucket is the sorted order), from every k-th row."""
+        n = int(rows.sum()) + len(odd)
+        if n <= chunk:
+            return []
+        step = max(1, len(rows) * chunk // n // 4)   # ~4 sampled rows a bucket
+        sample = self.cols.start[::step][rows[::step]]
+        cuts = np.unique(sample[::4]) if len(sample) > 4 else sample
+        return cuts[1:].tolist()
 
     def chunks(self, pid: int, chunk: int) -> Iterator[list[dict]]:
-        names = self.phases
-        for k in range(0, len(self.by), chunk):
-            i = self.by[k:k + chunk]
-            yield [{"ph": "X", "name": names[n], "cat": "phase", "pid": pid, "tid": t, "ts": a, "dur": d}
-                   for n, t, a, d in zip(self.phase[i].tolist(), self.tid[i].tolist(), self.ts[i].tolist(),
-                                         self.dur[i].tolist())]
+        cols, names, offset = self.cols, self.phases, self.offset
+        for tid in (TID_HOST, TID_GPU):
+            rows = self.row_tid == tid
+            odd = [o for o in self.odd if o[1] == tid]
+            cuts = [None] + self._buckets(rows, odd, BUCKET_CHUNKS * chunk) + [None]
+            for lo, hi in zip(cuts, cuts[1:]):
+                sel = rows.copy() if lo is None else rows & (cols.start >= lo)
+                if hi is not None:
+                    sel &= cols.start < hi
+                at = np.flatnonzero(sel)
+                del sel
+                o = [x for x in odd if (lo is None or x[3] >= lo) and (hi is None or x[3] < hi)]
+                order = np.concatenate([2 * at + 1, np.array([x[0] for x in o], dtype=np.int64)])
+                phase = np.concatenate([self.phase_of[cols.code[at]], np.array([x[2] for x in o], dtype=np.int8)])
+                start = np.concatenate([cols.start[at], np.array([x[3] for x in o], dtype=np.int64)])
+                end = np.concatenate([cols.end[at], np.array([x[4] for x in o], dtype=np.int64)])
+                ts, dur = (start + offset) / 1e3, (end - start) / 1e3
+                by = np.lexsort((order, -dur, ts))
+                for k in range(0, len(by), chunk):
+                    i = by[k:k + chunk]
+                    yield [{"ph": "X", "name": names[n], "cat": "phase", "pid": pid, "tid": tid, "ts": a, "dur": d}
+                           for n, a, d in zip(phase[i].tolist(), ts[i].tolist(), dur[i].tolist())]
 
 
 def counter_events(samples: list[dict], meta: dict, base_wall_ns: int, pid: int = SYSTEM_PID,
