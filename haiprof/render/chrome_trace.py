@@ -16,6 +16,7 @@ keeps whole is numpy columns (the phase records, the slices' sort order), tens o
 from __future__ import annotations
 
 import bisect
+import functools
 import gzip
 import json
 import os
@@ -127,10 +128,11 @@ def phase_chunks(rank: int, run_dir: RunDir, meta: dict, base_wall_ns: int, wind
 class _Slices:
     """The phase slices of a run dir's columns in the trace's order: by track, start and longest first (a
     parent before its children at the same start, for viewers to nest them), then written order. Sorted and made
-    a time bucket of about BUCKET_CHUNKS x `chunk` slices at a time (`chunks`): beside the columns, memory holds one bucket's
-    arrays and dicts, however long the run. `offset`: ns to add to a CLOCK_MONOTONIC time to get the trace's axis;
-    `window`: (t0, t1) ns, only the slices overlapping it. Also the @step marks' times (`marks`, sorted), the
-    first host slice's start (`first_host`) and whether any slice is a CUDA-event one (`has_gpu`)."""
+    a time bucket of about BUCKET_CHUNKS x `chunk` slices at a time (`chunks`): beside the columns, memory holds
+    one bucket's arrays and one chunk's dicts, however long the run. `offset`: ns to add to a CLOCK_MONOTONIC
+    time to get the trace's axis; `window`: (t0, t1) ns, only the slices overlapping it. Also the @step marks'
+    times (`marks`, sorted), the first host slice's start (`first_host`) and whether any slice is a CUDA-event
+    one (`has_gpu`)."""
 
     def __init__(self, cols, offset: int, window=None):
         def what(name):   # (tid, phase), phase None for anything not a phase interval
@@ -353,7 +355,8 @@ def kineto_traces(run_dir: RunDir) -> list[Path]:
 def write_trace(trace: Trace, out: Path) -> int:
     """Stream the trace into `out` (gzip for a .gz name) a chunk at a time, through a temporary file renamed
     over `out` when complete (no half-written trace under its name). Returns the number of events written."""
-    opener = gzip.open if out.name.endswith(".gz") else open
+    # gzip's level 6 (gzip(1)'s default), not gzip.open's 9: ~2x faster on a long run's trace, a few % larger
+    opener = functools.partial(gzip.open, compresslevel=6) if out.name.endswith(".gz") else open
     tmp = out.with_name(f".{out.name}.{os.getpid()}.tmp")
     dumps = json.JSONEncoder(separators=(",", ":")).encode   # json.dump's own output, a chunk at a time
     n = 0
