@@ -101,12 +101,11 @@ def cmd_export(argv: list[str]) -> int:
 
 
 def _covered(steps: dict) -> str:
-    """The step slices written: 'steps 0-15 (16 steps)', per rank where the ranks differ."""
-    spans = {(f"steps {lo}-{hi} ({n:,} steps)" if hi > lo else f"step {lo}") if n else "no steps"
-             for n, lo, hi in steps.values()}
-    if not spans:
-        return "no steps"
-    if len(spans) == 1:
-        return spans.pop()
-    return ", ".join(f"rank {r}: steps {lo}-{hi}" if n else f"rank {r}: no steps"
-                     for r, (n, lo, hi) in sorted(steps.items()))
+    """The step slices written: 'steps 0-15 (16 steps)', 'step 7', per rank where the ranks differ."""
+    def one(n, lo, hi):
+        return (f"steps {lo}-{hi} ({n:,} steps)" if hi > lo else f"step {lo}") if n else "no steps"
+
+    spans = {one(*s) for s in steps.values()}
+    if len(spans) <= 1:
+        return spans.pop() if spans else "no steps"
+    return ", ".join(f"rank {r}: {one(*s)}" for r, s in sorted(steps.items()))
