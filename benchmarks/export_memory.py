@@ -1,8 +1,8 @@
 """`haiprof export` of long runs: peak memory, CPU and output size, whole run and a stretch of it.
 
     python benchmarks/export_memory.py 100000 1000000
-    python benchmarks/export_memory.py 1000000 --range 500000:500999 --keep /tmp/runs
-    python benchmarks/export_memory.py 1000000 --before /tmp/old   # also an older checkout's haiprof/, in turn
+    python benchmarks/export_memory.py 1000000 --range 500000:500999 --keep RUNS
+    python benchmarks/export_memory.py 1000000 --before OLD   # also OLD/haiprof (an older checkout's), in turn
 
 Each run directory is benchmarks/report_size.write_run's (noisy DataLoader, forward, backward, optimizer, a step
 mark: 5 records a step, one slow step at 3/4 of the run), written once and kept with --keep DIR. `haiprof export`
