@@ -1,26 +1,20 @@
 """report.html in a real headless Chromium: no console errors, no network, verdict shown, charts drawn,
 run-supplied text inert."""
 import json
-import shutil
 
 import pytest
 
-from conftest import EXAMPLES, SCRIPTS, artifact, load_summary, run_haiprof
+from conftest import SCRIPTS, artifact, load_summary, run_haiprof
 
 MAX_REPORT_BYTES = 1_000_000    # issue 21: plotly.js inlined and still light enough to mail or attach
-CHROMIUM_ARGS = ["--no-sandbox", "--disable-gpu", "--disable-quic", "--no-first-run",
-                 "--disable-background-networking", "--disable-component-update", "--disable-sync"]
 
 
 @pytest.fixture(scope="module")
-def browser():
-    exe = shutil.which("chromium") or shutil.which("chromium-browser")
-    assert exe, "chromium is required for the report tests (make test installs Debian's chromium)"
-    from playwright.sync_api import sync_playwright
-    with sync_playwright() as p:
-        b = p.chromium.launch(executable_path=exe, args=CHROMIUM_ARGS)
-        yield b
-        b.close()
+def browser(chromium):
+    """The session's Chromium (conftest.chromium); the pages this module opened are closed after it."""
+    yield chromium
+    for context in chromium.contexts:
+        context.close()
 
 
 def open_report(browser, path):
@@ -63,9 +57,9 @@ def assert_lined_up(page, fig, other):
     assert all(abs(a[k] - b[k]) <= 1.0 for k in shared), (a, b)
 
 
-def test_report_renders_offline(browser, tmp_path):
-    out = tmp_path / "r"
-    assert run_haiprof("run", "--quiet", "--out", out, EXAMPLES / "input_bound.py", "--batches", "15").returncode == 0
+def test_report_renders_offline(browser, example_run):
+    out, r = example_run("input_bound.py")   # conftest.example_run, shared with the verdict tests
+    assert r.returncode == 0, r.stderr
     s = load_summary(out)
     page, problems, requests = open_report(browser, out / "report.html")
     assert problems == []
