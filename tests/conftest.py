@@ -137,24 +137,6 @@ def gpu_reports(tmp_path_factory):
     return get
 
 
-CHROMIUM_ARGS = ["--no-sandbox", "--disable-gpu", "--disable-quic", "--no-first-run",
-                 "--disable-background-networking", "--disable-component-update", "--disable-sync"]
-
-
-@pytest.fixture(scope="session")
-def chromium():
-    """One headless Chromium for the whole session (starting Playwright and Chromium takes seconds); the browser
-    tests reach it through test_report_browser.browser, which closes the pages each module opened."""
-    import shutil
-    exe = shutil.which("chromium") or shutil.which("chromium-browser")
-    assert exe, "chromium is required for the report tests (make test installs Debian's chromium)"
-    from playwright.sync_api import sync_playwright
-    with sync_playwright() as p:
-        b = p.chromium.launch(executable_path=exe, args=CHROMIUM_ARGS)
-        yield b
-        b.close()
-
-
 EXAMPLE_ARGS = {"input_bound.py": ["--batches", "25"], "compute_bound.py": ["--steps", "15"]}
 
 

@@ -9,7 +9,7 @@ import pytest
 
 from conftest import run_haiprof
 from haiprof.rundir import RunDir
-from test_report_browser import browser  # noqa: F401  (the session's Chromium)
+from test_report_browser import browser  # noqa: F401  (the module's Chromium fixture)
 
 EVIL = '<img src=x onerror="window.__xss=1">'
 HTA = Path(__file__).resolve().parent / "data" / "hta_launch"

@@ -1,20 +1,28 @@
 """report.html in a real headless Chromium: no console errors, no network, verdict shown, charts drawn,
 run-supplied text inert."""
 import json
+import shutil
 
 import pytest
 
 from conftest import SCRIPTS, artifact, load_summary, run_haiprof
 
 MAX_REPORT_BYTES = 1_000_000    # issue 21: plotly.js inlined and still light enough to mail or attach
+CHROMIUM_ARGS = ["--no-sandbox", "--disable-gpu", "--disable-quic", "--no-first-run",
+                 "--disable-background-networking", "--disable-component-update", "--disable-sync"]
 
 
 @pytest.fixture(scope="module")
-def browser(chromium):
-    """The session's Chromium (conftest.chromium); the pages this module opened are closed after it."""
-    yield chromium
-    for context in chromium.contexts:
-        context.close()
+def browser():
+    # Per module, not per session: Playwright's sync API marks an asyncio loop as running in this thread while it
+    # is open, which later modules' code (asyncio.run, nbclient) must not inherit.
+    exe = shutil.which("chromium") or shutil.which("chromium-browser")
+    assert exe, "chromium is required for the report tests (make test installs Debian's chromium)"
+    from playwright.sync_api import sync_playwright
+    with sync_playwright() as p:
+        b = p.chromium.launch(executable_path=exe, args=CHROMIUM_ARGS)
+        yield b
+        b.close()
 
 
 def open_report(browser, path):
