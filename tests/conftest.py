@@ -38,6 +38,22 @@ def run_haiprof(*args, cwd=None, timeout=180, env=None, **kw):
                           timeout=timeout, env=e, **kw)
 
 
+def run_python(*args, cwd=None, timeout=120, **kw):
+    """Run plain `python ARGS` as a real subprocess (the reference haiprof's run is compared with)."""
+    return subprocess.run([sys.executable, *map(str, args)], cwd=cwd, capture_output=True, text=True,
+                          timeout=timeout, **kw)
+
+
+def in_parallel(*calls):
+    """Call each zero-argument callable in its own thread and return their results in order (an exception is
+    raised again here). For independent subprocesses whose outputs, not timings, are compared, such as plain
+    python beside `haiprof run`: most of each is torch's import, and two of them overlap on two cores."""
+    from concurrent.futures import ThreadPoolExecutor
+    with ThreadPoolExecutor(max_workers=len(calls)) as pool:
+        futures = [pool.submit(c) for c in calls]
+        return [f.result() for f in futures]
+
+
 ARTIFACTS = Path(os.environ.get("HAIPROF_TEST_ARTIFACTS", REPO / "test-artifacts"))
 
 
@@ -79,6 +95,63 @@ def phase_records(run_dir) -> list:
 
 def load_summary(run_dir) -> dict:
     return json.loads((Path(run_dir) / "summary.json").read_text())
+
+
+@pytest.fixture(scope="session")
+def seeded(tmp_path_factory):
+    """seeded_train.py once under plain python and once under `haiprof run --quiet` (default tracing window), side
+    by side: (plain result, run directory, haiprof's result). Shared by the tests of several files that only read
+    them; a test that changes the run directory works on a copy."""
+    out = tmp_path_factory.mktemp("seeded") / "run"
+    plain, r = in_parallel(lambda: run_python(SCRIPTS / "seeded_train.py"),
+                           lambda: run_haiprof("run", "--quiet", "--out", out, SCRIPTS / "seeded_train.py"))
+    assert plain.returncode == 0, plain.stderr
+    assert r.returncode == 0, r.stderr
+    return plain, out, r
+
+
+GPU_RUNS = Path(os.environ.get("HAIPROF_GPU_RUNS", REPO.parent / "shared" / "gpu-runs"))
+
+
+@pytest.fixture(scope="session")
+def gpu_reports(tmp_path_factory):
+    """Recorded H100 runs (GPU_RUNS/h100-2026-11-22), each copied once and re-analysed with `haiprof report`:
+    `gpu_reports(names)` -> {name: (run directory, result)}. The analyses are independent and time nothing on this
+    machine, so those not yet made run two at a time. Tests only read the directories."""
+    import shutil
+    from concurrent.futures import ThreadPoolExecutor
+    runs, base, done = GPU_RUNS / "h100-2026-11-22", tmp_path_factory.mktemp("gpu-runs"), {}
+
+    def report(name):
+        d = base / name
+        shutil.copytree(runs / name, d)
+        for p in [d, *d.rglob("*")]:
+            p.chmod(0o755 if p.is_dir() else 0o644)
+        return d, run_haiprof("report", "--quiet", d, timeout=300)
+
+    def get(names):
+        todo = [n for n in names if n not in done]
+        with ThreadPoolExecutor(max_workers=2) as pool:
+            done.update(zip(todo, pool.map(report, todo)))
+        return {n: done[n] for n in names}
+    return get
+
+
+EXAMPLE_ARGS = {"input_bound.py": ["--batches", "25"], "compute_bound.py": ["--steps", "15"]}
+
+
+@pytest.fixture(scope="session")
+def example_run(tmp_path_factory):
+    """`example_run(name)`: one `haiprof run` of a bundled example (EXAMPLE_ARGS, verdict on stderr) for the whole
+    session, (run directory, result); several files' tests read it, none changes it."""
+    parent, done = tmp_path_factory.mktemp("examples"), {}
+
+    def get(example):
+        if example not in done:
+            out = parent / example
+            done[example] = out, run_haiprof("run", "--out", out, EXAMPLES / example, *EXAMPLE_ARGS[example])
+        return done[example]
+    return get
 
 
 @pytest.fixture

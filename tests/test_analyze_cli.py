@@ -122,12 +122,10 @@ def test_directory_skips_non_traces_and_assigns_missing_ranks(tmp_path):
     assert any("skipped" in n for n in s["trace"]["notes"]) and "analysed as rank" in r.stderr
 
 
-def test_trace_inside_a_run_directory_is_judged_with_the_runs_steps(tmp_path):
+def test_trace_inside_a_run_directory_is_judged_with_the_runs_steps(tmp_path, example_run):
     # One engine: `haiprof analyze RUN/trace.json.gz` analyses the trace together with the steps the run recorded
     # beside it, as `haiprof report RUN` does, so the two agree; --trace-only judges the traced steps alone.
-    from conftest import EXAMPLES
-    run = tmp_path / "run"
-    r = run_haiprof("run", "--quiet", "--out", run, EXAMPLES / "input_bound.py", "--batches", "16")
+    run, r = example_run("input_bound.py")   # conftest.example_run: a run of the bundled example, only read here
     assert r.returncode == 0, r.stderr
     ran = load_summary(run)
     assert (run / "trace.json.gz").is_file() and ran["traced_steps_excluded"] >= 1

@@ -9,11 +9,8 @@ SCRIPT = SCRIPTS / "seeded_train.py"
 
 
 @pytest.fixture(scope="module")
-def run(tmp_path_factory):
-    out = tmp_path_factory.mktemp("edges") / "r"
-    r = run_haiprof("run", "--quiet", "--out", out, SCRIPT)
-    assert r.returncode == 0, r.stderr
-    return out
+def run(seeded):
+    return seeded[1]   # a finished run of SCRIPT (conftest.seeded), only read here
 
 
 @pytest.mark.parametrize("argv,start", [

@@ -43,8 +43,6 @@ def runs(tmp_path_factory):
     assert r.returncode == 0, r.stderr
     r = run_haiprof("run", "--quiet", "--fix", "fused-optim", "--out", parent / "fixed", WORKLOAD, *ARGS)
     assert r.returncode == 0, r.stderr
-    r = run_haiprof("run", "--quiet", "--out", parent / "other", SCRIPTS / "seeded_train.py")
-    assert r.returncode == 0, r.stderr
     return parent
 
 
@@ -80,17 +78,18 @@ def test_fixed_runs_report_shows_the_same_charts(runs, browser):  # noqa: F811
     page.close()
 
 
-def test_compare_refuses_different_commands_unless_forced(runs, tmp_path):
-    r = run_haiprof("compare", runs / "base", runs / "other")
+def test_compare_refuses_different_commands_unless_forced(runs, seeded, tmp_path):
+    other = seeded[1]   # a run of another command (conftest.seeded: seeded_train.py), only read
+    r = run_haiprof("compare", runs / "base", other)
     assert r.returncode == 2 and r.stdout == ""
     assert r.stderr.startswith("haiprof: error: the runs are of different commands") and r.stderr.count("\n") == 1
     assert "--force" in r.stderr and "Traceback" not in r.stderr
     out = tmp_path / "forced.html"
-    f = run_haiprof("compare", "--force", runs / "base", runs / "other", "--html", out)
+    f = run_haiprof("compare", "--force", runs / "base", other, "--html", out)
     assert f.returncode == 0, f.stderr
     assert f.stdout.startswith("WARNING: the runs are of different commands")
     assert "compared with --force" in out.read_text()
-    j = json.loads(run_haiprof("compare", "--json", "--force", runs / "base", runs / "other").stdout)
+    j = json.loads(run_haiprof("compare", "--json", "--force", runs / "base", other).stdout)
     assert j["different_commands"] and j["comparison"]["step_distribution"]
 
 

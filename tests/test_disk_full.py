@@ -7,7 +7,7 @@ import sys
 
 import pytest
 
-from conftest import SCRIPTS, load_summary, run_haiprof
+from conftest import SCRIPTS, in_parallel, load_summary, run_haiprof
 
 LOOP = SCRIPTS / "reliability" / "loop_exit.py"
 
@@ -49,8 +49,8 @@ def test_full_at_start_is_one_line_and_nothing_left(small_fs):
 def test_disk_filling_during_the_run_keeps_the_scripts_exit(small_fs, code):
     _fill(small_fs, 300_000)
     out = small_fs / "r"
-    plain = _python(30000, code)
-    r = run_haiprof("run", "--out", out, LOOP, 30000, code, timeout=300)
+    plain, r = in_parallel(lambda: _python(30000, code),
+                           lambda: run_haiprof("run", "--out", out, LOOP, 30000, code, timeout=300))
     assert (r.returncode, r.stdout) == (plain.returncode, plain.stdout) == (code, plain.stdout), r.stderr
     assert "Traceback" not in r.stderr
     lines = _our_lines(r.stderr)
@@ -65,8 +65,8 @@ def test_disk_filling_during_the_run_keeps_the_scripts_exit(small_fs, code):
 @pytest.mark.parametrize("code", [0, 3])
 def test_writer_failing_with_enospc_keeps_the_scripts_exit(tmp_path, code):
     out = tmp_path / "r"
-    plain = _python(6000, code, 2)
-    r = run_haiprof("run", "--out", out, LOOP, 6000, code, 2)
+    plain, r = in_parallel(lambda: _python(6000, code, 2),
+                           lambda: run_haiprof("run", "--out", out, LOOP, 6000, code, 2))
     assert (r.returncode, r.stdout) == (plain.returncode, plain.stdout) == (code, plain.stdout), r.stderr
     lines = _our_lines(r.stderr)
     assert len(lines) == 1 and "could not write phases.bin" in lines[0] and "No space left" in lines[0], lines

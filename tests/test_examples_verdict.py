@@ -1,21 +1,15 @@
 """The bundled examples get the verdict they were built to show, and the shares add up."""
-import subprocess
-import sys
-
 import pytest
 
-from conftest import EXAMPLES, SCRIPTS, load_summary, run_haiprof
+from conftest import SCRIPTS, load_summary, run_haiprof
 
 PHASES = {"dataloader", "h2d", "forward", "backward", "optimizer", "allreduce", "other"}
 
 
-@pytest.mark.parametrize("example,args,expected", [
-    ("input_bound.py", ["--batches", "25"], "io"),
-    ("compute_bound.py", ["--steps", "15"], "compute"),
-])
-def test_bundled_example_verdict(tmp_path, example, args, expected):
-    out = tmp_path / "r"
-    r = run_haiprof("run", "--out", out, EXAMPLES / example, *args)
+
+@pytest.mark.parametrize("example,expected", [("input_bound.py", "io"), ("compute_bound.py", "compute")])
+def test_bundled_example_verdict(example_run, example, expected):
+    out, r = example_run(example)   # conftest.example_run: one run per example, shared
     assert r.returncode == 0, r.stderr
     s = load_summary(out)
     assert s["bottleneck"] == expected, s["headline"]
@@ -36,23 +30,21 @@ def test_bundled_example_verdict(tmp_path, example, args, expected):
     assert s["headline"] in r.stderr.replace("haiprof: ", "")
 
 
-def test_input_bound_fix_is_prefetch(tmp_path):
-    out = tmp_path / "r"
-    run_haiprof("run", "--quiet", "--out", out, EXAMPLES / "input_bound.py", "--batches", "12")
+def test_input_bound_fix_is_prefetch(example_run):
+    out, r = example_run("input_bound.py")
+    assert r.returncode == 0, r.stderr
     s = load_summary(out)
     io = next(f for f in s["findings"] if f["kind"] == "io")
     assert io["fixes"] == ["prefetch"]
     assert io["evidence"]["dataloader_share"] >= 0.2 and io["severity"] == "high"
 
 
-def test_seeded_training_identical_losses(tmp_path):
-    script = SCRIPTS / "seeded_train.py"
-    plain = subprocess.run([sys.executable, str(script)], capture_output=True, text=True, check=True)
-    ours = run_haiprof("run", "--quiet", "--out", tmp_path / "r", script)
-    assert ours.returncode == 0
+def test_seeded_training_identical_losses(seeded):
+    plain, out, ours = seeded   # seeded_train.py under python and under haiprof (conftest.seeded)
+    assert plain.returncode == 0 and ours.returncode == 0
     assert ours.stdout == plain.stdout
     assert len(plain.stdout.splitlines()) == 16
-    assert load_summary(tmp_path / "r")["steps"] == 16
+    assert load_summary(out)["steps"] == 16
 
 
 def test_script_that_never_trains(tmp_path):

@@ -4,7 +4,7 @@ exit code, and with nothing applied there is nothing compared and no loss guard.
 import subprocess
 import sys
 
-from conftest import SCRIPTS, run_haiprof
+from conftest import SCRIPTS, in_parallel, run_haiprof
 
 SCRIPT = SCRIPTS / "fixes" / "cleanup_train.py"
 
@@ -12,10 +12,11 @@ SCRIPT = SCRIPTS / "fixes" / "cleanup_train.py"
 def test_diagnosis_pass_skips_the_scripts_cleanup_and_shows_its_output(tmp_path):
     plain_dir = tmp_path / "plain"
     plain_dir.mkdir()
-    plain = subprocess.run([sys.executable, str(SCRIPT), "40"], capture_output=True, text=True, cwd=plain_dir,
-                           timeout=120)
-    r = run_haiprof("run", "--fix", "auto", "--out", tmp_path / "runs" / "fixed", SCRIPT, "40", cwd=tmp_path,
-                    timeout=400)
+    plain, r = in_parallel(
+        lambda: subprocess.run([sys.executable, str(SCRIPT), "40"], capture_output=True, text=True, cwd=plain_dir,
+                               timeout=120),
+        lambda: run_haiprof("run", "--fix", "auto", "--out", tmp_path / "runs" / "fixed", SCRIPT, "40",
+                            cwd=tmp_path, timeout=400))
     assert (r.returncode, r.stdout) == (plain.returncode, plain.stdout), r.stderr   # stdout: the real run only
     assert "haiprof: [diagnosis] step 0" in r.stderr
     assert (tmp_path / "train.log").read_text() == (plain_dir / "train.log").read_text()   # one line: the run's

@@ -13,7 +13,6 @@ over the script's own window, traced steps included.
 import json
 import os
 import re
-import shutil
 from pathlib import Path
 
 import pytest
@@ -39,13 +38,9 @@ def _clock_warm(workload: str) -> int:
 
 
 @pytest.fixture(scope="module")
-def reports(tmp_path_factory):
+def reports(gpu_reports):
     out = {}
-    base = tmp_path_factory.mktemp("gpu-runs")
-    for name in NAMES:
-        d = base / name
-        shutil.copytree(RUNS / name, d)
-        r = run_haiprof("report", "--quiet", d, timeout=300)
+    for name, (d, r) in gpu_reports(NAMES).items():   # conftest.gpu_reports: shared with the page tests
         assert r.returncode == 0, f"{name}: {r.stderr}"
         assert "Traceback" not in r.stderr and "could not write" not in r.stderr, r.stderr
         out[name] = load_summary(d)
@@ -127,7 +122,7 @@ def test_pageable_copies_are_named(reports):
 
 
 @pytest.mark.parametrize("name", [n for n in ("compute_base", "launch_base", "h2d_p") if n in NAMES])
-def test_one_meaning_of_busy(reports, name, tmp_path):
+def test_one_meaning_of_busy(reports, gpu_reports, name):
     """Busy = kernels and copies: the headline, the GPU section, its per-step chart and the op-level kernel facts
     give the same figure (±1 point); the gaps inside the spans are an idle cause of their own."""
     s = reports[name]
@@ -139,9 +134,7 @@ def test_one_meaning_of_busy(reports, name, tmp_path):
     per = [p for p in dev["per_step"] if not p["traced"] and not p.get("estimated_end")][-dev["steps"]:]
     chart = 100 * sum(p["busy_s"] for p in per) / sum(p["duration_s"] for p in per)
     assert abs(chart - busy) <= 1, (chart, busy)
-    d = tmp_path / name
-    shutil.copytree(RUNS / name, d)
-    assert run_haiprof("report", "--quiet", d, timeout=300).returncode == 0
+    d = gpu_reports([name])[name][0]   # the report the summary above came with
     html = (d / "report.html").read_text()
     section = re.search(r"the GPU is busy (\d+)% \(kernels and copies\)", html)
     facts = re.search(r"steady steps \(kernels and copies, device clock\)</td><td>(\d+)%", html)
@@ -165,15 +158,13 @@ def _figures(html: str) -> dict:
     return json.loads(m.group(1))
 
 
-def test_the_step_chart_is_on_the_device_clock(tmp_path):
+def test_the_step_chart_is_on_the_device_clock(reports, gpu_reports):
     """compute_base: the host collates a batch on every step while the GPU still computes the previous one. The
     step chart shows the device partition (busy by phase, idle by host cause), the same numbers as the shares;
     the host's own per-step time is a separate chart, labelled host clock."""
     if "compute_base" not in NAMES:
         pytest.skip("compute_base not recorded")
-    d = tmp_path / "compute_base"
-    shutil.copytree(RUNS / "compute_base", d)
-    assert run_haiprof("report", "--quiet", d, timeout=300).returncode == 0
+    d = gpu_reports(["compute_base"])["compute_base"][0]   # reported once (the `reports` fixture checked it)
     s, figs = load_summary(d), _figures((d / "report.html").read_text())
     assert "device clock" in figs["steps"]["layout"]["title"]["text"]
     assert "host clock" in figs["host-steps"]["layout"]["title"]["text"]

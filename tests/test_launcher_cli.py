@@ -6,7 +6,7 @@ import sys
 
 import pytest
 
-from conftest import HAIPROF, SCRIPTS, load_summary, run_haiprof
+from conftest import HAIPROF, SCRIPTS, in_parallel, load_summary, run_haiprof, run_python
 
 
 def test_argv_path_and_main_pass_through(run_dir):
@@ -46,11 +46,25 @@ def test_haiprof_console_script_entry_point(tmp_path):
     assert r.returncode == 3
 
 
+@pytest.fixture(scope="module")
+def exits_runs(tmp_path_factory):
+    """exits.py ended each way, under haiprof (its run directory, its result) and under plain python: the exit-code
+    test and the traceback test read the same `raise` runs."""
+    parent = tmp_path_factory.mktemp("exits")
+    cache = {}
+
+    def get(mode):
+        if mode not in cache:
+            out = parent / mode
+            cache[mode] = (out, *in_parallel(lambda: run_haiprof("run", "--out", out, SCRIPTS / "exits.py", mode),
+                                             lambda: run_python(SCRIPTS / "exits.py", mode)))
+        return cache[mode]
+    return get
+
+
 @pytest.mark.parametrize("mode,code", [("ok", 0), ("exit3", 3), ("raise", 1)])
-def test_exit_codes_and_report_written(tmp_path, mode, code):
-    out = tmp_path / mode
-    r = run_haiprof("run", "--out", out, SCRIPTS / "exits.py", mode)
-    plain = subprocess.run([sys.executable, str(SCRIPTS / "exits.py"), mode], capture_output=True, text=True)
+def test_exit_codes_and_report_written(exits_runs, mode, code):
+    out, r, plain = exits_runs(mode)
     assert r.returncode == plain.returncode == code
     s = load_summary(out)
     assert s["exit_code"] == code and s["steps"] == 5
@@ -58,14 +72,13 @@ def test_exit_codes_and_report_written(tmp_path, mode, code):
     assert f"report: {out / 'report.html'}" in r.stderr
 
 
-def test_user_traceback_not_haiprof_frames(tmp_path):
-    r = run_haiprof("run", "--out", tmp_path / "r", SCRIPTS / "exits.py", "raise")
+def test_user_traceback_not_haiprof_frames(exits_runs):
+    out, r, plain = exits_runs("raise")
     tb = r.stderr.split("Traceback (most recent call last):", 1)[1]
     first_frame = tb.strip().splitlines()[0]
     assert "exits.py" in first_frame, tb
-    assert "haiprof" not in tb.split("ValueError")[0].replace(str(tmp_path), "")
+    assert "haiprof" not in tb.split("ValueError")[0].replace(str(out.parent), "")
     assert "ValueError: user error from the script" in r.stderr
-    plain = subprocess.run([sys.executable, str(SCRIPTS / "exits.py"), "raise"], capture_output=True, text=True)
     assert plain.stderr.strip() in r.stderr  # the very traceback python prints
 
 

@@ -9,6 +9,7 @@ import pytest
 
 from conftest import run_haiprof
 from haiprof.rundir import RunDir
+from test_report_browser import browser  # noqa: F401  (the module's Chromium fixture)
 
 EVIL = '<img src=x onerror="window.__xss=1">'
 HTA = Path(__file__).resolve().parent / "data" / "hta_launch"
@@ -46,24 +47,20 @@ def _cpu_trace(path: Path) -> None:
         json.dump({"traceEvents": events}, f)
 
 
-def _draw(report: Path) -> dict:
-    from playwright.sync_api import sync_playwright
-    exe = shutil.which("chromium") or shutil.which("chromium-browser")
-    with sync_playwright() as p:
-        browser = p.chromium.launch(executable_path=exe, args=["--no-sandbox"])
-        page = browser.new_page()
-        errors = []
-        page.on("pageerror", lambda e: errors.append(str(e)))
-        page.goto(report.as_uri())
-        page.wait_for_function("document.querySelectorAll('#ops .main-svg').length >= 2", timeout=20000)
-        out = {"xss": page.evaluate("window.__xss === 1"), "errors": errors,
-               "top_ops": page.inner_text("#top-ops"), "charts": page.evaluate(
-                   "Array.from(document.querySelectorAll('#ops .chart')).map(e => e.querySelector('.main-svg') !== null)")}
-        browser.close()
+def _draw(browser, report: Path) -> dict:  # noqa: F811
+    page = browser.new_page()
+    errors = []
+    page.on("pageerror", lambda e: errors.append(str(e)))
+    page.goto(report.as_uri())
+    page.wait_for_function("document.querySelectorAll('#ops .main-svg').length >= 2", timeout=20000)
+    out = {"xss": page.evaluate("window.__xss === 1"), "errors": errors,
+           "top_ops": page.inner_text("#top-ops"), "charts": page.evaluate(
+               "Array.from(document.querySelectorAll('#ops .chart')).map(e => e.querySelector('.main-svg') !== null)")}
+    page.close()
     return out
 
 
-def test_panel_escapes_op_names_and_draws(tmp_path):
+def test_panel_escapes_op_names_and_draws(browser, tmp_path):  # noqa: F811
     rd = _run_dir(tmp_path / "run")
     _cpu_trace(rd.file("trace.json.gz"))
     r = run_haiprof("report", "--quiet", rd.path)
@@ -72,7 +69,7 @@ def test_panel_escapes_op_names_and_draws(tmp_path):
     assert EVIL not in html and "&lt;img src=x onerror=" in html
     s = json.loads(rd.file("summary.json").read_text())
     assert s["launch"]["cpu"]["ops_per_step"] == 300 and s["traced_steps_excluded"] == 4
-    drawn = _draw(rd.file("report.html"))
+    drawn = _draw(browser, rd.file("report.html"))
     assert drawn["xss"] is False and drawn["errors"] == []
     assert EVIL in drawn["top_ops"]            # shown as text, not run
     assert drawn["charts"] and all(drawn["charts"])

@@ -1,12 +1,9 @@
 """haiprof's messages go to the process's own stderr (fd 2 as it was at start), never into the script's: a script
 that sends sys.stderr to a log file keeps a log of its own lines only; with sys.stderr = None nothing of ours lands
 on stdout and tracing still works; a script that closes or replaces its streams ends as python ends it."""
-import subprocess
-import sys
-
 import pytest
 
-from conftest import SCRIPTS, load_summary, run_haiprof
+from conftest import SCRIPTS, in_parallel, load_summary, run_haiprof, run_python
 
 S = SCRIPTS / "streams"
 
@@ -31,8 +28,7 @@ def test_stderr_none_keeps_our_verdict_off_stdout_and_tracing_works(tmp_path):
 
 @pytest.mark.parametrize("how", ["close-stdout", "close-stderr", "os-close-1", "stringio", "none"])
 def test_closed_or_replaced_streams_end_as_python(tmp_path, how):
-    plain = subprocess.run([sys.executable, str(S / "close_streams.py"), how], capture_output=True, text=True,
-                           timeout=120)
-    r = run_haiprof("run", "--quiet", "--out", tmp_path / "r", S / "close_streams.py", how)
+    plain, r = in_parallel(lambda: run_python(S / "close_streams.py", how),
+                           lambda: run_haiprof("run", "--quiet", "--out", tmp_path / "r", S / "close_streams.py", how))
     assert (r.returncode, r.stdout, r.stderr) == (plain.returncode, plain.stdout, plain.stderr)
     assert (tmp_path / "r" / "report.html").is_file()

@@ -4,7 +4,6 @@ import json
 import re
 import shutil
 import subprocess
-import sys
 import time
 
 import pytest
@@ -15,11 +14,9 @@ TRACEBACK_MARKS = ("Traceback", "BrokenPipe", "Exception ignored")
 
 
 @pytest.fixture(scope="module")
-def traced_run(tmp_path_factory):
-    """One real run with the default tracing window, shared by the tests that only read it."""
-    out = tmp_path_factory.mktemp("traced") / "run"
-    r = run_haiprof("run", "--quiet", "--out", out, SCRIPTS / "seeded_train.py")
-    assert r.returncode == 0, r.stderr
+def traced_run(seeded):
+    """One real run with the default tracing window, shared by the tests that only read it (conftest.seeded)."""
+    _, out, r = seeded
     return out, r
 
 
@@ -81,10 +78,8 @@ def test_closed_pipe_through_a_shell_head():
 
 
 # -- 9c: Kineto's own lines stay off the console --------------------------------------------------------------------
-def test_tracing_window_prints_nothing_of_its_own(traced_run):
-    out, r = traced_run
-    plain = subprocess.run([sys.executable, str(SCRIPTS / "seeded_train.py")], capture_output=True, text=True,
-                           timeout=120)
+def test_tracing_window_prints_nothing_of_its_own(seeded):
+    plain, out, r = seeded
     assert (out / "trace.json.gz").is_file()   # the window ran, so Kineto had its say somewhere
     assert r.stdout == plain.stdout
     assert r.stderr == plain.stderr == "", r.stderr

@@ -11,7 +11,7 @@ from pathlib import Path
 
 import pytest
 
-from conftest import HAIPROF, SCRIPTS, load_summary, run_haiprof
+from conftest import HAIPROF, SCRIPTS, in_parallel, load_summary, run_haiprof
 
 REL = SCRIPTS / "reliability"
 
@@ -34,8 +34,8 @@ def test_chdir_in_the_script_does_not_break_training(tmp_path):
     away = tmp_path / "elsewhere"
     away.mkdir()
     # A relative run directory (the default is haiprof-runs/...) must not follow the script to its new cwd.
-    ours = run_haiprof("run", "--out", "r", REL / "chdir_train.py", away, cwd=tmp_path)
-    plain = _python(REL / "chdir_train.py", away, cwd=tmp_path)
+    ours, plain = in_parallel(lambda: run_haiprof("run", "--out", "r", REL / "chdir_train.py", away, cwd=tmp_path),
+                              lambda: _python(REL / "chdir_train.py", away, cwd=tmp_path))
     assert (ours.returncode, ours.stdout) == (plain.returncode, plain.stdout) == (0, plain.stdout)
     assert "file still found: True True" in ours.stdout
     s = load_summary(tmp_path / "r")
@@ -46,8 +46,8 @@ def test_chdir_in_the_script_does_not_break_training(tmp_path):
 
 def test_forked_child_neither_hangs_nor_finalizes(tmp_path):
     out = tmp_path / "r"
-    ours = run_haiprof("run", "--out", out, REL / "fork_train.py", timeout=150)
-    plain = _python(REL / "fork_train.py")
+    ours, plain = in_parallel(lambda: run_haiprof("run", "--out", out, REL / "fork_train.py", timeout=150),
+                              lambda: _python(REL / "fork_train.py"))
     assert ours.returncode == plain.returncode == 0
     assert sorted(ours.stdout.splitlines()) == sorted(plain.stdout.splitlines())
     assert "child status 0" in ours.stdout
@@ -60,8 +60,8 @@ def test_forked_child_neither_hangs_nor_finalizes(tmp_path):
 
 def test_steps_in_non_daemon_threads_are_collected(tmp_path):
     out = tmp_path / "r"
-    ours = run_haiprof("run", "--out", out, REL / "thread_train.py")
-    plain = _python(REL / "thread_train.py")
+    ours, plain = in_parallel(lambda: run_haiprof("run", "--out", out, REL / "thread_train.py"),
+                              lambda: _python(REL / "thread_train.py"))
     assert (ours.returncode, ours.stdout) == (plain.returncode, plain.stdout)
     assert ours.stdout.splitlines() == ["main body over", "thread done"]
     assert load_summary(out)["steps"] == 20
@@ -134,8 +134,8 @@ def test_script_globals_and_paths_match_python(tmp_path):
     link = link_dir / "show_main.py"
     link.symlink_to(REL / "show_main.py")
     rel = os.path.relpath(link, tmp_path)
-    ours = run_haiprof("run", "--quiet", "--out", tmp_path / "r", rel, "a", cwd=tmp_path)
-    plain = _python(rel, "a", cwd=tmp_path)
+    ours, plain = in_parallel(lambda: run_haiprof("run", "--quiet", "--out", tmp_path / "r", rel, "a", cwd=tmp_path),
+                              lambda: _python(rel, "a", cwd=tmp_path))
     assert ours.returncode == plain.returncode == 0, ours.stderr
     assert ours.stdout == plain.stdout
     assert f"path0 {REL}" in ours.stdout          # the real file's directory, not the link's
@@ -157,9 +157,10 @@ def test_dash_m_finds_modules_in_the_current_directory(tmp_path):
     if not exe.exists():
         pytest.skip("the haiprof console script is not installed beside this python")
     shutil.copytree(SCRIPTS / "pkg", tmp_path / "pkg")
-    ours = subprocess.run([str(exe), "run", "--quiet", "--out", str(tmp_path / "r"), "-m", "pkg.mod", "4"],
-                          cwd=tmp_path, capture_output=True, text=True, timeout=120)
-    plain = _python("-m", "pkg.mod", "4", cwd=tmp_path)
+    ours, plain = in_parallel(
+        lambda: subprocess.run([str(exe), "run", "--quiet", "--out", str(tmp_path / "r"), "-m", "pkg.mod", "4"],
+                               cwd=tmp_path, capture_output=True, text=True, timeout=120),
+        lambda: _python("-m", "pkg.mod", "4", cwd=tmp_path))
     assert ours.returncode == plain.returncode == 4, ours.stderr
     assert json.loads(ours.stdout) == json.loads(plain.stdout)
 
@@ -175,14 +176,22 @@ def _start_loop(out):
 
 def test_sighup_writes_report(tmp_path):
     out = tmp_path / "r"
-    proc = _start_loop(out)
-    proc.send_signal(signal.SIGHUP)
-    proc.communicate(timeout=300)   # a hang guard, not a timing: writing the report is slow on a loaded machine
+    # plain python's loop, started beside haiprof's (its torch import overlaps ours)
     plain = subprocess.Popen([sys.executable, str(SCRIPTS / "exits.py"), "loop", "100000"],
                              stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
-    assert plain.stdout.readline().strip() == "ready"
-    plain.send_signal(signal.SIGHUP)
-    plain.communicate(timeout=30)
+    proc = None
+    try:
+        proc = _start_loop(out)
+        proc.send_signal(signal.SIGHUP)
+        proc.communicate(timeout=300)   # a hang guard, not a timing: writing the report is slow on a loaded machine
+        assert plain.stdout.readline().strip() == "ready"
+        plain.send_signal(signal.SIGHUP)
+        plain.communicate(timeout=30)
+    finally:   # neither loop outlives a failed test (each would train for 100000 steps)
+        for p in (plain, proc):
+            if p is not None and p.poll() is None:
+                p.kill()
+                p.communicate(timeout=30)
     assert proc.returncode == plain.returncode == -signal.SIGHUP
     s = load_summary(out)
     assert s["exit_code"] == 128 + signal.SIGHUP and s["steps"] >= 4

@@ -5,7 +5,7 @@ import shutil
 
 import pytest
 
-from conftest import EXAMPLES, SCRIPTS, artifact, load_summary, run_haiprof
+from conftest import SCRIPTS, artifact, load_summary, run_haiprof
 
 MAX_REPORT_BYTES = 1_000_000    # issue 21: plotly.js inlined and still light enough to mail or attach
 CHROMIUM_ARGS = ["--no-sandbox", "--disable-gpu", "--disable-quic", "--no-first-run",
@@ -14,6 +14,8 @@ CHROMIUM_ARGS = ["--no-sandbox", "--disable-gpu", "--disable-quic", "--no-first-
 
 @pytest.fixture(scope="module")
 def browser():
+    # Per module, not per session: Playwright's sync API marks an asyncio loop as running in this thread while it
+    # is open, which later modules' code (asyncio.run, nbclient) must not inherit.
     exe = shutil.which("chromium") or shutil.which("chromium-browser")
     assert exe, "chromium is required for the report tests (make test installs Debian's chromium)"
     from playwright.sync_api import sync_playwright
@@ -63,9 +65,9 @@ def assert_lined_up(page, fig, other):
     assert all(abs(a[k] - b[k]) <= 1.0 for k in shared), (a, b)
 
 
-def test_report_renders_offline(browser, tmp_path):
-    out = tmp_path / "r"
-    assert run_haiprof("run", "--quiet", "--out", out, EXAMPLES / "input_bound.py", "--batches", "15").returncode == 0
+def test_report_renders_offline(browser, example_run):
+    out, r = example_run("input_bound.py")   # conftest.example_run, shared with the verdict tests
+    assert r.returncode == 0, r.stderr
     s = load_summary(out)
     page, problems, requests = open_report(browser, out / "report.html")
     assert problems == []

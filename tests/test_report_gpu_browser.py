@@ -4,12 +4,11 @@ matmul-bound run, the step chart's axis set by the steady steps, no console erro
 Screenshots are kept in test-artifacts/ (conftest.artifact)."""
 import json
 import os
-import shutil
 from pathlib import Path
 
 import pytest
 
-from conftest import REPO, artifact, load_summary, run_haiprof
+from conftest import REPO, artifact, load_summary
 from test_report_browser import MAX_REPORT_BYTES, assert_lined_up, browser, legend, open_report  # noqa: F401
 
 GPU_RUNS = Path(os.environ.get("HAIPROF_GPU_RUNS", REPO.parent / "shared" / "gpu-runs"))
@@ -19,12 +18,8 @@ pytestmark = pytest.mark.skipif(not (RUNS / "h2d_base").is_dir() or not (RUNS / 
                                 reason=f"no recorded GPU runs at {GPU_RUNS}")
 
 
-def _report(tmp_path, name):
-    d = tmp_path / name
-    shutil.copytree(RUNS / name, d)
-    for p in [d, *d.rglob("*")]:
-        p.chmod(0o755 if p.is_dir() else 0o644)
-    r = run_haiprof("report", "--quiet", d, timeout=300)
+def _report(gpu_reports, name):
+    d, r = gpu_reports([name])[name]   # conftest.gpu_reports: one `haiprof report` per recording, shared
     assert r.returncode == 0 and "could not write" not in r.stderr, r.stderr
     return d
 
@@ -42,8 +37,8 @@ def _check_page(browser, d, tmp_path, name):
     return page
 
 
-def test_pageable_copies_say_pin_memory(browser, tmp_path):
-    d = _report(tmp_path, "h2d_base")
+def test_pageable_copies_say_pin_memory(browser, gpu_reports, tmp_path):  # noqa: F811
+    d = _report(gpu_reports, "h2d_base")
     s = load_summary(d)
     assert s["next_steps"][0]["fix"] == "prefetch"
     assert s["gpu"]["copies"][0]["kind"] == "HtoD pageable"
@@ -57,8 +52,8 @@ def test_pageable_copies_say_pin_memory(browser, tmp_path):
     page.close()
 
 
-def test_matmul_bound_run_lists_kernels_and_steady_axis(browser, tmp_path):
-    d = _report(tmp_path, "compute_base")
+def test_matmul_bound_run_lists_kernels_and_steady_axis(browser, gpu_reports, tmp_path):  # noqa: F811
+    d = _report(gpu_reports, "compute_base")
     s = load_summary(d)
     page = _check_page(browser, d, tmp_path, "compute_base")
     rows = page.locator("#top-kernels tr")
@@ -86,14 +81,14 @@ def _rgb(hex_colour: str) -> str:
 
 
 @pytest.mark.parametrize("name", ["compute_base", "launch_base", "h2d_p"])
-def test_one_busy_figure_and_phase_colours_on_the_page(browser, tmp_path, name):
+def test_one_busy_figure_and_phase_colours_on_the_page(browser, gpu_reports, tmp_path, name):  # noqa: F811
     import re
 
     from haiprof.render.charts import PHASE_COLORS
 
     if not (RUNS / name).is_dir():
         pytest.skip(f"{name} not recorded")
-    d = _report(tmp_path, name)
+    d = _report(gpu_reports, name)
     page = _check_page(browser, d, tmp_path, name)
     head = re.search(r"GPU busy (\d+)%", page.locator("#headline").inner_text())
     section = re.search(r"busy (\d+)% \(kernels and copies\)", page.locator("#gpu").inner_text())

@@ -6,7 +6,7 @@ import time
 
 import pytest
 
-from conftest import HAIPROF, SCRIPTS, load_summary, run_haiprof, phase_records
+from conftest import HAIPROF, SCRIPTS, in_parallel, load_summary, run_haiprof, phase_records
 
 
 def _start_loop(out):
@@ -17,34 +17,43 @@ def _start_loop(out):
     return proc
 
 
-def _python_status(sig):
-    """What plain python returns for the same signal (the status we must reproduce)."""
+@pytest.fixture
+def python_loop():
+    """The same loop under plain python, started beside haiprof's (its torch import overlaps ours)."""
     proc = subprocess.Popen([sys.executable, str(SCRIPTS / "exits.py"), "loop", "100000"],
                             stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
+    yield proc
+    if proc.poll() is None:   # the test ended before signalling it
+        proc.kill()
+        proc.communicate(timeout=30)
+
+
+def _python_status(proc, sig):
+    """What plain python returns for the same signal (the status we must reproduce)."""
     assert proc.stdout.readline().strip() == "ready"
     proc.send_signal(sig)
     proc.communicate(timeout=30)
     return proc.returncode
 
 
-def test_sigint_writes_report(tmp_path):
+def test_sigint_writes_report(tmp_path, python_loop):
     out = tmp_path / "r"
     proc = _start_loop(out)
     proc.send_signal(signal.SIGINT)
     _, err = proc.communicate(timeout=60)
-    assert proc.returncode == _python_status(signal.SIGINT) == -signal.SIGINT
+    assert proc.returncode == _python_status(python_loop, signal.SIGINT) == -signal.SIGINT
     assert "KeyboardInterrupt" in err
     s = load_summary(out)
     assert s["exit_code"] == 130 and s["steps"] >= 4
     assert (out / "report.html").is_file()
 
 
-def test_sigterm_writes_report(tmp_path):
+def test_sigterm_writes_report(tmp_path, python_loop):
     out = tmp_path / "r"
     proc = _start_loop(out)
     proc.send_signal(signal.SIGTERM)
     proc.communicate(timeout=60)
-    assert proc.returncode == _python_status(signal.SIGTERM) == -signal.SIGTERM
+    assert proc.returncode == _python_status(python_loop, signal.SIGTERM) == -signal.SIGTERM
     s = load_summary(out)
     assert s["exit_code"] == 128 + signal.SIGTERM and s["steps"] >= 4
     assert (out / "report.html").is_file()
@@ -89,9 +98,11 @@ def _python_and_haiprof(tmp_path, source: str):
     run directory."""
     script = tmp_path / "script.py"
     script.write_text(source)
-    plain = subprocess.run([sys.executable, str(script)], capture_output=True, text=True, timeout=120)
     out = tmp_path / "r"
-    return plain, run_haiprof("run", "--quiet", "--trace-steps", "0", "--out", out, script), out
+    plain, ours = in_parallel(
+        lambda: subprocess.run([sys.executable, str(script)], capture_output=True, text=True, timeout=120),
+        lambda: run_haiprof("run", "--quiet", "--trace-steps", "0", "--out", out, script))
+    return plain, ours, out
 
 
 def test_sigterm_right_after_the_script_still_writes_every_step(tmp_path):
@@ -169,16 +180,18 @@ def test_losses_survive_kill_9(tmp_path):
     from haiprof.rundir import RunDir
     script = tmp_path / "loop.py"
     script.write_text(SEEDED_LOOP)
-    plain = subprocess.run([sys.executable, str(script), "300", "print"], capture_output=True, text=True,
-                           timeout=120)
-    truth = [float(x) for x in plain.stderr.split()]
     out = tmp_path / "r"
     proc = subprocess.Popen([*HAIPROF, "run", "--quiet", "--out", str(out), str(script), "10000000"],
                             stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
-    assert proc.stdout.readline().strip() == "ready"
-    time.sleep(1.5)                        # a few flushes past step 200
-    proc.kill()
-    proc.wait(timeout=30)
+    try:   # python's own losses, computed meanwhile
+        plain = subprocess.run([sys.executable, str(script), "300", "print"], capture_output=True, text=True,
+                               timeout=120)
+        assert proc.stdout.readline().strip() == "ready"
+        time.sleep(1.5)                        # a few flushes past step 200
+    finally:
+        proc.kill()
+        proc.wait(timeout=30)
+    truth = [float(x) for x in plain.stderr.split()]
     assert not (out / "losses.json").exists()
     losses = read_losses(RunDir(out))
     assert losses is not None and len(losses) >= 300

@@ -61,9 +61,15 @@ def test_compute_bound_example_is_compute(tmp_path):
     assert (out / "trace.json.gz").is_file() and s["traced_steps_excluded"] == 5
 
 
-def test_trace_steps_zero_disables_the_window(tmp_path):
-    out = tmp_path / "off"
-    r = run_haiprof("run", "--quiet", "--trace-steps", "0", "--out", out, SCRIPTS / "seeded_train.py")
+@pytest.fixture(scope="module")
+def untraced(tmp_path_factory):
+    """seeded_train.py under `haiprof run --trace-steps 0`: (run directory, result)."""
+    out = tmp_path_factory.mktemp("untraced") / "off"
+    return out, run_haiprof("run", "--quiet", "--trace-steps", "0", "--out", out, SCRIPTS / "seeded_train.py")
+
+
+def test_trace_steps_zero_disables_the_window(untraced):
+    out, r = untraced
     assert r.returncode == 0, r.stderr
     s = load_summary(out)
     assert not (out / "trace.json.gz").exists() and s["launch"] is None
@@ -72,11 +78,10 @@ def test_trace_steps_zero_disables_the_window(tmp_path):
     assert st["available"] is False and "disabled" in st["reason"]
 
 
-def test_profiler_numbers_do_not_change_training(tmp_path):
-    plain = run_haiprof("run", "--quiet", "--trace-steps", "0", "--out", tmp_path / "a", SCRIPTS / "seeded_train.py")
-    traced = run_haiprof("run", "--quiet", "--out", tmp_path / "b", SCRIPTS / "seeded_train.py")
+def test_profiler_numbers_do_not_change_training(untraced, seeded):
+    (_, plain), (_, out, traced) = untraced, seeded   # the same script without and with the window
     assert plain.stdout == traced.stdout and traced.stdout.count("\n") == 16
-    assert (tmp_path / "b" / "trace.json.gz").is_file()
+    assert (out / "trace.json.gz").is_file()
 
 
 def test_run_ending_inside_the_window_keeps_a_partial_trace(tmp_path):
