@@ -66,17 +66,18 @@ def analyze(records, op_trace: dict | None, split=None) -> dict | None:
         "kernel_source": source,
         "steps_estimated": int(steps.estimated.sum()),
     }
-    busy_ns = D.kernel_busy_steps(steps, density)
     if len(steps) <= PER_STEP_MAX:
+        busy_ns = D.kernel_busy_steps(steps, density)
         summary["per_step"] = [
-            {"index": i, "start_ns": a, "duration_s": d / 1e9, "busy_s": b / 1e9, "traced": t, **({"estimated_end": True} if e else {})}
+            {"index": i, "start_ns": a, "duration_s": d / 1e9, "busy_s": b / 1e9, "traced": t,
+             **({"estimated_end": True} if e else {})}
             for i, a, d, b, t, e in zip(steps.index.tolist(), steps.start_ns.tolist(), steps.duration_ns.tolist(),
                                         busy_ns.tolist(), steps.traced.tolist(), steps.estimated.tolist())]
     else:
         summary["per_step_omitted"] = (f"{len(steps)} steps: more than {PER_STEP_MAX} are not listed here; the "
                                        f"report charts them")
     return {"phase_share": sh["phase_share"], "steady_s": steady_s, "findings": findings, "summary": summary,
-            "steps": steps, "busy_ns": busy_ns, "density": dens}
+            "steps": steps, "density": dens}
 
 
 def chart_steps(steps: D.DeviceSteps, dens: float, host_index: np.ndarray, host_start: np.ndarray) -> StepColumns:
