@@ -14,6 +14,7 @@ import functools
 import inspect
 import os
 import pickle
+import statistics
 import time
 
 from .base import FixContext, cuda_available
@@ -66,19 +67,23 @@ def probe_cpu_fraction(dataset, n: int = PROBE_SAMPLES, budget_s: float = PROBE_
         return None
     idx = [int(i * size / n) for i in range(min(n, size))]
     use_sched = _sched_ns() is not None
-    wall = run = queued = 0.0
+    w0 = time.perf_counter()
+    dataset[idx[0]]   # warm-up, not timed: first calls pay lazy imports, dispatch caches and cold pages in CPU
+    fractions, spent = [], time.perf_counter() - w0
     for i in idx:
         w0 = time.perf_counter()
-        s0 = _sched_ns() if use_sched else (int(time.process_time() * 1e9), 0)
+        s0 = _sched_ns() if use_sched else (time.thread_time_ns(), 0)
         dataset[i]
-        s1 = _sched_ns() if use_sched else (int(time.process_time() * 1e9), 0)
-        wall += time.perf_counter() - w0
-        run += (s1[0] - s0[0]) / 1e9
-        queued += (s1[1] - s0[1]) / 1e9
-        if wall > budget_s:
+        s1 = _sched_ns() if use_sched else (time.thread_time_ns(), 0)
+        wall = time.perf_counter() - w0
+        usable = wall - (s1[1] - s0[1]) / 1e9
+        if usable > 0:
+            fractions.append(min(1.0, (s1[0] - s0[0]) / 1e9 / usable))
+        spent += wall
+        if spent > budget_s:
             break
-    usable = wall - queued
-    return None if usable <= 0 else min(1.0, run / usable)
+    # the median sample: one fetch caught by a GC pause or a page fault does not turn waiting into computing
+    return float(statistics.median(fractions)) if fractions else None
 
 
 def choose_workers(cpu_fraction: float | None, cores: int) -> tuple[int, str]:

@@ -94,6 +94,26 @@ def test_prefetch_skips_unsharded_iterable_and_explicit_workers():
     assert "IterableDataset without worker sharding" in res["reason"] and "already uses 1 worker" in res["reason"]
 
 
+class ColdStartWaitingDataset(WaitingDataset):
+    """Waits on storage, but its first fetch and one later fetch burn CPU (lazy import, a GC pause)."""
+    def __init__(self):
+        self.calls = 0
+
+    def __getitem__(self, i):
+        self.calls += 1
+        if self.calls in (1, 3):
+            t0 = time.thread_time()
+            while time.thread_time() - t0 < 0.02:
+                pass
+        return super().__getitem__(i)
+
+
+def test_prefetch_probe_ignores_a_cold_first_fetch_and_one_slow_outlier():
+    frac = prefetch.probe_cpu_fraction(ColdStartWaitingDataset())
+    assert frac is not None and frac < prefetch.CPU_BOUND_FRACTION
+    assert prefetch.probe_cpu_fraction(BusyDataset()) >= prefetch.CPU_BOUND_FRACTION
+
+
 def test_choose_workers_rules():
     assert prefetch.choose_workers(0.9, 4)[0] == 4
     assert prefetch.choose_workers(0.05, 2)[0] == 8
