@@ -40,8 +40,10 @@ def test_launch_bound_example_is_launch_and_trace_is_valid(tmp_path):
     assert not (out / "trace.json").exists()   # the raw export is gone once compressed
     # Steps 2..6 (profiler warm-up, 3 recorded, export) are marked and left out of every statistic.
     assert _traced_indices(out) == [2, 3, 4, 5, 6]
-    assert s["traced_steps_excluded"] == 5 and s["warmup_steps_excluded"] == 1
-    assert s["steps"] == 12 and s["steps_analyzed"] == 6 and not s["traced_steps_included"]
+    # warm-up: step 1, and on a loaded machine maybe a step after the window that ran > 3x the median (slow start)
+    assert s["traced_steps_excluded"] == 5 and s["warmup_steps_excluded"] >= 1
+    assert s["steps"] == 12 and s["steps_analyzed"] == 12 - 5 - s["warmup_steps_excluded"] > 0
+    assert not s["traced_steps_included"]
     assert _trace_status(out)["available"] is True
     html = (out / "report.html").read_text()
     assert 'id="ops"' in html and "aten::" in html
