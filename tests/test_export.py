@@ -159,26 +159,33 @@ def test_export_bad_input(tmp_path, seeded_run):
     assert not (tmp_path / "o.json").exists()
 
 
-def test_export_distributed_layout_one_process_per_rank(tmp_path):
-    """A distributed run's directory holds rank-<N>/ run dirs: each rank gets its own slices and counters."""
+def write_two_rank_job(job, window=None):
+    """A distributed run's directory as `haiprof run` lays it out: rank-0/ with 3 steps, rank-1/ with 4, written by
+    the real recorder; `window` (rank, step) records a Kineto trace of that step into the rank's directory."""
     import torch
 
-    job = tmp_path / "job"
     for rank in (0, 1):
         model = torch.nn.Linear(8, 1)
         opt = torch.optim.SGD(model.parameters(), lr=0.1)
         with haiprof.profile(out=job / f"rank-{rank}", sample_interval_s=0.1):
             for i in range(3 + rank):
-                window = torch.profiler.profile() if (rank, i) == (1, 2) else contextlib.nullcontext()
-                with window:
+                traced = (rank, i) == window
+                ctx = torch.profiler.profile() if traced else contextlib.nullcontext()
+                with ctx:
                     model(torch.randn(4, 8)).sum().backward()
                     opt.step()
-                if (rank, i) == (1, 2):
-                    window.export_chrome_trace(str(job / "rank-1" / "trace.json"))
+                if traced:
+                    ctx.export_chrome_trace(str(job / f"rank-{rank}" / "trace.json"))
         meta = json.loads((job / f"rank-{rank}" / "meta.json").read_text())
         meta.update(rank=rank, world_size=2)
         (job / f"rank-{rank}" / "meta.json").write_text(json.dumps(meta))
     (job / "meta.json").write_text(json.dumps({"distributed": True, "target_name": "job"}))
+
+
+def test_export_distributed_layout_one_process_per_rank(tmp_path):
+    """A distributed run's directory holds rank-<N>/ run dirs: each rank gets its own slices and counters."""
+    job = tmp_path / "job"
+    write_two_rank_job(job, window=(1, 2))
 
     r = run_haiprof("export", job, "--merge-trace", "--out", tmp_path / "t.json")
     assert r.returncode == 0, r.stderr

@@ -8,7 +8,7 @@ import pytest
 
 import haiprof
 from conftest import REPO, run_haiprof
-from test_export import validate_chrome_trace
+from test_export import validate_chrome_trace, write_two_rank_job
 
 SLOW, STEPS = 23, 40
 LOOP = f"""\
@@ -194,20 +194,8 @@ def test_synthetic_long_run_streams_the_same_events(tmp_path):
 def test_steps_range_on_a_job_of_ranks_with_different_lengths(tmp_path):
     """A distributed run's rank-<N>/ dirs: each rank's own steps A..B; a rank that has fewer keeps what it has;
     past the longest rank is an error."""
-    import torch
-
     job = tmp_path / "job"
-    for rank in (0, 1):
-        model = torch.nn.Linear(8, 1)
-        opt = torch.optim.SGD(model.parameters(), lr=0.1)
-        with haiprof.profile(out=job / f"rank-{rank}", sample_interval_s=0.1):
-            for _ in range(3 + rank):
-                model(torch.randn(4, 8)).sum().backward()
-                opt.step()
-        meta = json.loads((job / f"rank-{rank}" / "meta.json").read_text())
-        meta.update(rank=rank, world_size=2)
-        (job / f"rank-{rank}" / "meta.json").write_text(json.dumps(meta))
-    (job / "meta.json").write_text(json.dumps({"distributed": True, "target_name": "job"}))
+    write_two_rank_job(job)
     trace, r = _export(job, tmp_path / "t.json", "--steps", "2:3")
     steps = {(e["pid"], e["args"]["step"]) for e in trace["traceEvents"] if e.get("cat") == "step"}
     assert steps == {(10_000_000, 2), (10_000_001, 2), (10_000_001, 3)}

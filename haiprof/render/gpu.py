@@ -18,7 +18,7 @@ def _pct(x) -> str:
     return "n/a" if x is None else f"{100 * x:.0f}%"
 
 
-def _device_per_step(d, dev: dict) -> dict:
+def device_per_step(d, dev: dict) -> dict:
     """index, duration and busy (ms) and traced of each step with device time, as arrays: summary.json's
     per_step, or (a run too long to list them there) the device step columns of RunData."""
     per = dev.get("per_step")
@@ -40,7 +40,7 @@ def _device_per_step(d, dev: dict) -> dict:
 def _busy_chart(d, dev: dict, warmup: int, host_steps: list) -> dict:
     """Busy/idle bars under the step chart's bars: one category per host step (a step without device time, the
     first one, keeps an empty slot), so bar i sits under bar i of "Time per step" and both shade the same steps."""
-    per = _device_per_step(d, dev)
+    per = device_per_step(d, dev)
     n = len(per["index"])
     aligned = bool(host_steps) and len(host_steps) <= charts.MAX_BARS and set(per["index"].tolist()) <= set(host_steps)
     if aligned:

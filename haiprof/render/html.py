@@ -15,7 +15,7 @@ import numpy as np
 from . import charts, evidence, hardware, plotly_inline
 from .escape import esc
 from .gpu import section_gpu      # device-first GPU view (CUDA runs)
-from .top import fix_command, section_next, toc  # noqa: F401  (fix_command: used by other panels)
+from .top import section_next, toc
 from .ops import section_ops   # op-level trace panel (tracing window)
 from .ranks import section_ranks  # distributed runs (issue 5)
 from .windows import section_windows   # every tracing window (--trace-at, --trace-every, haiprof trace)
@@ -116,8 +116,8 @@ def section_utilization(d, figs):
     return (f'<section id="utilization"><h3>Utilization</h3><p>{esc(facts)}</p>'
             f'<div class="chart" id="fig-cpu"></div>'
             + ('<div class="chart" id="fig-cpu-host"></div>' if tl.get("cpu_host") else "")
-            + f'<div class="chart" id="fig-mem"></div>'
-            f'<div class="chart" id="fig-io"></div></section>')
+            + '<div class="chart" id="fig-mem"></div>'
+            '<div class="chart" id="fig-io"></div></section>')
 
 
 def section_findings(d, figs):

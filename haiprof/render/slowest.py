@@ -6,7 +6,7 @@ from __future__ import annotations
 import numpy as np
 
 from .escape import esc
-from .gpu import _device_per_step
+from .gpu import device_per_step
 
 PHASE_ORDER = ("dataloader", "h2d", "forward", "backward", "optimizer", "allreduce", "other")
 
@@ -23,7 +23,7 @@ def _device_of(d, steps: list) -> dict:
     dev = d.summary.get("device") or {}
     if not dev:
         return {}
-    per = _device_per_step(d, dev)
+    per = device_per_step(d, dev)
     at = np.searchsorted(per["index"], steps)
     return {s: (float(per["duration"][k]), float(per["busy"][k])) for s, k in zip(steps, at.tolist())
             if k < len(per["index"]) and per["index"][k] == s}
