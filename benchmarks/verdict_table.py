@@ -85,11 +85,13 @@ def _run_example(name: str, options: list, tmp: Path) -> dict:
     return json.loads((out / "summary.json").read_text())
 
 
-def recorded_rows(tmp: Path) -> list[dict]:
+def recorded_rows(tmp: Path, report=None) -> list[dict]:
+    """report(run) -> the summary of `haiprof report` on a copy of that recording (default: made here, in tmp)."""
+    report = report or (lambda run: _report(run, tmp))
     rows = []
     if GPU_RUNS.is_dir():
         for run in sorted(p for p in GPU_RUNS.iterdir() if p.is_dir()):
-            rows.append(row(run.name, "H100 recording", _report(run, tmp)))
+            rows.append(row(run.name, "H100 recording", report(run)))
     for rel in PEER_TRACES:
         if (PEER / rel).is_file():
             rows.append(row(rel, "peer trace (HTA tests, DDP ResNet, A100)", _analyze(PEER / rel, tmp)))

@@ -4,7 +4,7 @@ import pytest
 
 from haiprof.analyzers import actions
 
-from conftest import SCRIPTS, load_summary, run_haiprof
+from conftest import SCRIPTS, in_parallel, load_summary, run_haiprof
 
 SCRIPT = SCRIPTS / "advice" / "already_tuned.py"
 DONE = {"amp", "compile", "fused-optim"}
@@ -12,7 +12,9 @@ DONE = {"amp", "compile", "fused-optim"}
 
 @pytest.mark.slow
 def test_what_the_script_already_does_is_never_advised(tmp_path):
-    r = run_haiprof("run", "--quiet", "--out", tmp_path / "tuned", SCRIPT)
+    r, plain = in_parallel(lambda: run_haiprof("run", "--quiet", "--out", tmp_path / "tuned", SCRIPT),
+                           lambda: run_haiprof("run", "--quiet", "--out", tmp_path / "plain", SCRIPT, "--no-amp",
+                                               "--no-compile", "--no-fused"))
     assert r.returncode == 0, r.stderr
     s = load_summary(tmp_path / "tuned")
     assert DONE <= set(s["script_uses"]) and DONE <= set(s["advice_left_out"]), s["script_uses"]
@@ -20,8 +22,7 @@ def test_what_the_script_already_does_is_never_advised(tmp_path):
     html = (tmp_path / "tuned" / "report.html").read_text()
     assert "Not recommended:" in html and "the script already does it" in html
 
-    r = run_haiprof("run", "--quiet", "--out", tmp_path / "plain", SCRIPT, "--no-amp", "--no-compile", "--no-fused")
-    assert r.returncode == 0, r.stderr
+    assert plain.returncode == 0, plain.stderr
     s = load_summary(tmp_path / "plain")
     assert not DONE & set(s["script_uses"]) and not DONE & set(s["advice_left_out"]), s["script_uses"]
 

@@ -1,13 +1,14 @@
 """docs/verdicts.md is what haiprof says today: the recorded rows (shared H100 recordings, a public peer trace)
 regenerated and compared cell by cell, and on every row, recorded or CPU, the verdict's kind is the kind of the
 first action of "Do this next"."""
+import json
 import re
 import sys
 from pathlib import Path
 
 import pytest
 
-from conftest import REPO
+from conftest import GPU_RUNS, REPO
 
 sys.path.insert(0, str(REPO / "benchmarks"))
 import verdict_table as VT  # noqa: E402
@@ -26,8 +27,14 @@ def _rows(table: str) -> list[list[str]]:
 
 
 @pytest.mark.skipif(not VT.GPU_RUNS.is_dir(), reason=f"no recorded GPU runs at {VT.GPU_RUNS}")
-def test_recorded_rows_are_regenerated_exactly(tmp_path):
-    rows = VT.recorded_rows(tmp_path)
+def test_recorded_rows_are_regenerated_exactly(tmp_path, gpu_reports):
+    def report(run):   # conftest.gpu_reports: the same `haiprof report` of each recording the GPU tests read
+        if run.parent != GPU_RUNS / "h100-2026-11-22":
+            return VT._report(run, tmp_path)
+        d, r = gpu_reports([run.name])[run.name]
+        assert r.returncode == 0, r.stderr
+        return json.loads((d / "summary.json").read_text())
+    rows = VT.recorded_rows(tmp_path, report)
     assert rows and VT.markdown(rows) == _table("recorded")
 
 
