@@ -79,29 +79,28 @@ def _fixed(parent, *extra):
     return load_summary(parent / "fixed"), r
 
 
-def test_a_baseline_with_other_torch_threads_is_re_measured_and_says_why(tmp_path):
-    base = _plain_baseline(tmp_path, env={"OMP_NUM_THREADS": "1"})
+def test_a_baseline_with_other_torch_threads_and_fewer_cpus_is_re_measured_and_says_why(tmp_path):
+    """The baseline ran with OMP_NUM_THREADS=1 and (where there are two CPUs) pinned to one: both are named, and
+    the baseline is re-measured as the fixed run is set up. One baseline for both: each difference alone already
+    triggers the re-measure (conditions.setup_differences, tested on numbers above)."""
+    cpus = os.sched_getaffinity(0)
+    one = min(cpus)
+    pin = (lambda: os.sched_setaffinity(0, {one})) if len(cpus) >= 2 else None
+    base = _plain_baseline(tmp_path, env={"OMP_NUM_THREADS": "1"}, preexec_fn=pin)
     # (the suite's own environment may carry other recorded variables, e.g. one torch's inductor set in-process)
     assert json.loads((base / "meta.json").read_text())["conditions"]["env"].get("OMP_NUM_THREADS") == "1"
     s, r = _fixed(tmp_path)
     why = "set up under other conditions ("
     assert why in r.stderr and "OMP_NUM_THREADS 1 -> unset" in r.stderr and "re-measuring a" in r.stderr, r.stderr
-    assert why in s["fixes"]["remeasured"]
+    assert why in s["fixes"]["remeasured"] and "baseline re-measured right before this run" in r.stderr
+    if pin:
+        assert f"CPU affinity {one} (1 CPUs) -> " in s["fixes"]["remeasured"], s["fixes"]
     used = s["comparison"]["baseline_run"]
     assert used != str(base.resolve()) and "-baseline" in used
-    # the pass ran as the fixed run does: same threads, same environment
+    # the pass ran as the fixed run does: same threads, same environment, same CPUs
     assert load_summary(used)["conditions"]["env"] == s["conditions"]["env"]
     assert load_summary(used)["conditions"]["torch_threads"] == s["conditions"]["torch_threads"]
-
-
-@pytest.mark.skipif(len(os.sched_getaffinity(0)) < 2, reason="needs two CPUs to narrow the affinity")
-def test_a_baseline_pinned_to_fewer_cpus_is_re_measured(tmp_path):
-    one = min(os.sched_getaffinity(0))
-    _plain_baseline(tmp_path, preexec_fn=lambda: os.sched_setaffinity(0, {one}))
-    s, r = _fixed(tmp_path)
-    assert f"CPU affinity {one} (1 CPUs) -> " in s["fixes"]["remeasured"], s["fixes"]
-    assert "baseline re-measured right before this run" in r.stderr
-    assert s["comparison"]["baseline_run"] != str((tmp_path / "base").resolve())
+    assert load_summary(used)["conditions"]["cpu_affinity"] == s["conditions"]["cpu_affinity"]
 
 
 def test_a_baseline_recorded_beside_cpu_hogs_is_not_used_silently(tmp_path):
