@@ -68,6 +68,10 @@ def test_snapshots_repeat_and_their_cost_stays_bounded(tmp_path):
     from haiprof.runtime.sidecar import Snapshots
 
     snaps = Snapshots(RunDir(tmp_path), 0.05, [sys.executable, "-c", "import time; time.sleep(0.1)"])
+    time.sleep(0.1)
+    snaps.poll()
+    assert snaps.child is None   # due, but the run has not recorded a phase yet: nothing to report
+    (tmp_path / "phases.bin").write_bytes(b"\0")
     starts = []
     deadline = time.monotonic() + 30
     while time.monotonic() < deadline and len(starts) < 2:

@@ -296,6 +296,16 @@ class RunDir:
     def has_phases(self) -> bool:
         return (self.path / PHASES_BIN).is_file() or (self.path / PHASES_FILE).is_file()
 
+    def has_phase_data(self) -> bool:
+        """Some phase record reached the disk (a stat, no read): the training loop has begun."""
+        for name in (PHASES_BIN, PHASES_FILE):
+            try:
+                if (self.path / name).stat().st_size > 0:
+                    return True
+            except OSError:
+                pass
+        return False
+
     def read_phase_records(self) -> list:
         """phases.bin (runs since the chunked store) and phases.jsonl (older runs, `haiprof analyze`)."""
         chunked, torn = read_chunks(self.path / PHASES_BIN)

@@ -31,7 +31,7 @@ def _collectors(root_pid: int):
 class Snapshots:
     """A report of the run so far, written every `every_s` by a child `haiprof report` at the lowest CPU priority,
     so a run killed days in keeps a report that old at most (the final report replaces it at the end). The
-    interval grows to SPACING x the last report's own time, so a very long run's snapshots cost a bounded share
+    interval grows to SPACING x the last report's own time (the first waits for the run's first phase record), so a very long run's snapshots cost a bounded share
     of one core (1/SPACING) whatever its length. The child dies with this process (PR_SET_PDEATHSIG): a snapshot
     never lands after the final report."""
 
@@ -51,7 +51,9 @@ class Snapshots:
                 return
             took, self.child = now - self.started, None
             self.next_at = now + max(self.every_s, self.SPACING * took)
-        if now >= self.next_at:
+        # Not before the first phase record is on disk: a report of imports and set-up says nothing, and its
+        # spacing would hold the first real snapshot back by SPACING x its time.
+        if now >= self.next_at and self.run_dir.has_phase_data():
             import subprocess
             try:
                 self.child = subprocess.Popen(
