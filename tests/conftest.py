@@ -46,8 +46,8 @@ def run_python(*args, cwd=None, timeout=120, **kw):
 
 def in_parallel(*calls):
     """Call each zero-argument callable in its own thread and return their results in order (an exception is
-    raised again here). For independent subprocesses whose outputs, not timings, are compared, such as plain
-    python beside `haiprof run`: most of each is torch's import, and two of them overlap on two cores."""
+    raised again here). For independent subprocesses whose outputs or CPU times, not wall times, are compared, such
+    as plain python beside `haiprof run`: most of each is torch's import, and two of them overlap on two cores."""
     from concurrent.futures import ThreadPoolExecutor
     with ThreadPoolExecutor(max_workers=len(calls)) as pool:
         futures = [pool.submit(c) for c in calls]

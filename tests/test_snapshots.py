@@ -29,7 +29,8 @@ def test_a_killed_run_keeps_a_recent_snapshot(tmp_path):
         deadline, seen = time.monotonic() + 90, []
         while time.monotonic() < deadline and not seen:   # a snapshot while the run goes on
             s = _summary(out)
-            if s and s.get("snapshot") and s["steps"] > 0:
+            # the snapshot whole: its summary and its page (a kill between the two keeps the previous page)
+            if s and s.get("snapshot") and s["steps"] > 0 and (out / "report.html").is_file():
                 seen.append(s["steps"])
             time.sleep(0.2)
         assert seen, proc.poll()
