@@ -47,10 +47,10 @@ def test_full_at_start_is_one_line_and_nothing_left(small_fs):
 
 @pytest.mark.parametrize("code", [0, 3])
 def test_disk_filling_during_the_run_keeps_the_scripts_exit(small_fs, code):
-    _fill(small_fs, 300_000)
+    _fill(small_fs, 150_000)
     out = small_fs / "r"
-    plain, r = in_parallel(lambda: _python(30000, code),
-                           lambda: run_haiprof("run", "--out", out, LOOP, 30000, code, timeout=300))
+    plain, r = in_parallel(lambda: _python(12000, code),
+                           lambda: run_haiprof("run", "--out", out, LOOP, 12000, code, timeout=300))
     assert (r.returncode, r.stdout) == (plain.returncode, plain.stdout) == (code, plain.stdout), r.stderr
     assert "Traceback" not in r.stderr
     lines = _our_lines(r.stderr)
