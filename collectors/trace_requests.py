@@ -6,6 +6,11 @@ the CUPTI teardown on CUDA runs, its own trace file `trace-step<N>.json.gz`), op
 at or after the step asked for, and never while another window is open. Steps inside any window are marked and
 kept out of the step statistics, as for the first window.
 
+This class is the one driver of every window, the first (default) one included: two torch.profiler sessions on one
+thread crash the process (a segfault in export_chrome_trace), so a window asked for while another is open waits,
+and the default window, once due, waits for a requested one to end. Windows are driven from the thread that opened
+them; a second training thread's steps never start or step a window (the step counts stay the first thread's).
+
 `haiprof trace` talks to the run through a file, not a signal (the script may own every signal): it writes
 `control/trace-request.json` into the run directory; the run looks for it on its flush thread (twice a second,
 off the training thread), takes it (renames it `.taken`) and queues the window.
@@ -27,10 +32,35 @@ REQUEST = "trace-request.json"
 WINDOW_MARK = "@trace-window"   # ["@trace-window", t, t, first step, steps asked]: which file a window wrote
 DEFAULT_STEPS = 3
 MAX_WINDOWS = 1000              # a run of weeks with --trace-every 1 stays bounded on disk
+MAX_PENDING = 16                # requests queued at once; more are merged into the last (bounded memory)
+MAX_REQUEST_STEPS = 1000        # a window longer than this is a mistake, not a request
 
 
 def window_name(step: int) -> str:
     return f"trace-step{step}"
+
+
+def parse_request(text: str) -> tuple[int, int | None]:
+    """(steps, at_step or None) from a request file's text; ValueError naming what is wrong."""
+    req = json.loads(text)
+    if not isinstance(req, dict):
+        raise ValueError(f"expected a JSON object, got {type(req).__name__}")
+    steps, at = req.get("steps", DEFAULT_STEPS), req.get("at_step")
+    if steps is None:
+        steps = DEFAULT_STEPS
+    for key, value in (("steps", steps), ("at_step", at)):
+        if value is None:
+            continue
+        # bool is an int; 1e999 arrives as a float inf; "3" is not a number
+        if isinstance(value, bool) or not isinstance(value, (int, float)) or value != value \
+                or abs(value) == float("inf") or value != int(value):
+            raise ValueError(f"{key} must be a whole number, got {value!r}")
+    steps = int(steps)
+    if not 1 <= steps <= MAX_REQUEST_STEPS:
+        raise ValueError(f"steps must be 1..{MAX_REQUEST_STEPS}, got {steps}")
+    if at is not None and int(at) < 0:
+        raise ValueError(f"at_step must be 0 or more, got {at}")
+    return steps, None if at is None else int(at)
 
 
 class TraceRequests:
@@ -45,6 +75,8 @@ class TraceRequests:
         self._every, self._steps, self._clock = every_s, steps, clock
         self._next_due = clock() + every_s if every_s else None
         self._lock = threading.Lock()
+        self._driving = threading.Lock()   # one thread in on_step at a time; others never wait for it
+        self._owner: int | None = None     # the thread that opened the open window
         self._active: TraceWindow | None = None
         self.windows: list[TraceWindow] = []
         self._last_step = 0
@@ -53,6 +85,9 @@ class TraceRequests:
     def request(self, steps: int = DEFAULT_STEPS, at_step: int | None = None, why: str = "haiprof trace") -> None:
         """Queue a window of `steps` steps at the first boundary at or after `at_step` (None: the next one)."""
         with self._lock:
+            if len(self._pending) >= MAX_PENDING:
+                self._status("trace-request", False, f"{why}: not queued, {MAX_PENDING} windows already waiting")
+                return
             self._pending.append((at_step, max(1, int(steps)), why))
 
     def poll(self) -> None:
@@ -63,35 +98,53 @@ class TraceRequests:
                 return
             taken = path.with_suffix(".taken")
             os.replace(path, taken)
-            req = json.loads(taken.read_text())
-            at = req.get("at_step")
-            self.request(int(req.get("steps") or DEFAULT_STEPS), int(at) if at is not None else None,
-                         "haiprof trace")
-        except (OSError, ValueError, TypeError) as e:
-            self._status("trace-request", False, f"unreadable trace request: {type(e).__name__}: {e}")
+            steps, at = parse_request(taken.read_text())
+            self.request(steps, at, "haiprof trace")
+        except Exception as e:   # on the flush thread: a bad file is a status line, never a dead thread
+            self._status("trace-request", False, f"unreadable trace request: {type(e).__name__}: {e}"[:300])
 
     # -- driven by the phase recorder -----------------------------------------------------------------------------
     def on_step(self, completed: int) -> None:
         self._last_step = completed
+        if not self._driving.acquire(blocking=False):   # another training thread is stepping the windows
+            return
         try:
-            if self._next_due is not None and self._clock() >= self._next_due:
-                self._next_due = self._clock() + self._every
-                self.request(self._steps, None, "--trace-every")
-            if self._active is not None:
-                self._active.on_step(completed)
-                if self._active.finished:
-                    self._active = None
-                return
-            if self._first.active or not self._pending:
-                return
-            with self._lock:
-                at, steps, why = self._pending[0]
-                if at is not None and completed < at:
-                    return
-                self._pending.popleft()
-            self._open(completed, steps, why)
+            self._drive(completed)
         except Exception as e:   # a window that fails is a reason, never the training's problem
             self._status("trace-request", False, f"tracing window failed: {type(e).__name__}: {e}"[:500])
+        finally:
+            self._driving.release()
+
+    def _drive(self, completed: int) -> None:
+        me = threading.get_ident()
+        first = self._first
+        first.saw_step(completed)
+        if (self._active is not None or first.active) and me != self._owner:
+            return   # a window is driven by the thread that opened it
+        if self._next_due is not None and self._clock() >= self._next_due:
+            self._next_due = self._clock() + self._every
+            with self._lock:
+                waiting = any(why == "--trace-every" for _, _, why in self._pending)
+            if not waiting:   # a periodic window still queued is not asked for twice
+                self.request(self._steps, None, "--trace-every")
+        if self._active is not None:
+            self._active.on_step(completed)
+            if self._active.finished:
+                self._active = None
+            return
+        if not first.finished and (first.active or completed >= first.warmup_steps):
+            self._owner = me
+            first.on_step(completed)   # the default window, once due, goes before any request
+            return
+        with self._lock:
+            if not self._pending:
+                return
+            at, steps, why = self._pending[0]
+            if at is not None and completed < at:
+                return
+            self._pending.popleft()
+        self._owner = me
+        self._open(completed, steps, why)
 
     def _open(self, completed: int, steps: int, why: str) -> None:
         if self._first.reason and "own torch.profiler" in self._first.reason:

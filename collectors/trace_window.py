@@ -127,6 +127,11 @@ class TraceWindow:
             self._fail(e)
 
     # -- driven by the phase recorder ---------------------------------------------------------------------
+    def saw_step(self, completed: int) -> None:
+        """A step this window was not driven for (another window was open): counted for the end-of-run note."""
+        if self._prof is None:
+            self._steps_seen = completed
+
     def on_step(self, completed: int) -> None:
         self._steps_seen = completed
         if self._done:

@@ -10,7 +10,6 @@ import os
 import platform
 import signal
 import socket
-import subprocess
 import sys
 import time
 from dataclasses import dataclass, field
@@ -18,7 +17,7 @@ from pathlib import Path
 from typing import Callable
 
 from ..analysis.report import finish
-from ..errors import UserError, keep_stderr, say
+from ..errors import UserError, keep_stderr, say, stderr_retaken
 from ..rundir import PHASES_BIN, RunDir
 from ..version import __version__
 from . import launcher
@@ -111,27 +110,32 @@ def collect_meta(opts: RunOptions, target_name: str, run_dir: RunDir) -> dict:
 
 
 def start_sidecar(run_dir: RunDir, interval_s: float, snapshot_s: float = 0.0):
-    # Started in the run directory, which holds no Python files: `-m` puts the working directory first on
-    # sys.path, and the user's own json.py or random.py there must not replace the standard library's.
+    from .sidecar import Sidecar
     try:
-        return subprocess.Popen(
-            [sys.executable, "-m", "haiprof.runtime.sidecar", str(run_dir.path), str(os.getpid()), str(interval_s),
-             str(snapshot_s)],
-            stdin=subprocess.PIPE, stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL,
-            start_new_session=False, close_fds=True, cwd=str(run_dir.path))
+        return Sidecar.start(run_dir, os.getpid(), interval_s, snapshot_s)
     except OSError as e:
         run_dir.record_status("system", False, f"sampler process could not start: {e}")
         return None
 
 
-def stop_sidecar(proc) -> None:
-    if proc is None:
-        return
-    try:
-        proc.stdin.close()
-        proc.wait(timeout=1.0)
-    except (OSError, subprocess.TimeoutExpired):
-        proc.kill()
+def stop_sidecar(sidecar) -> None:
+    if sidecar is not None:
+        sidecar.stop()
+
+
+def note_reopened(run_dir: RunDir, appender, sidecar) -> None:
+    """Say in the run's status when the script closed descriptors haiprof held (a daemon's os.closerange):
+    haiprof never wrote through them again, it reopened its files (rundir.appenders.OwnedFd)."""
+    lost = []
+    if appender.reopened:
+        lost.append(f"{PHASES_BIN} reopened ({appender.reopened}x)")
+    if sidecar is not None and not sidecar.check():
+        lost.append("the sampler's pipe given up (the sampler stopped by signal)")
+    if stderr_retaken():
+        lost.append("haiprof's copy of stderr taken again from fd 2")
+    if lost:
+        run_dir.record_status("files", True, "the script closed file descriptors haiprof held (os.closerange?); "
+                              "haiprof reopened its files and never wrote to the script's: " + "; ".join(lost))
 
 
 def run(opts: RunOptions) -> int:
@@ -257,11 +261,10 @@ def profile_target(run_dir: RunDir, opts: RunOptions, on_exit: Callable, fix_pla
     hooks_ok = _install(run_dir, "phases", recorder)
     _install(run_dir, "ddp", ddp)
     _install(run_dir, "sharded", sharded)   # after the recorder: its wrappers go around the recorder's
-    # Op-level tracing window: a few steps after warm-up, driven by the optimizer-step hook.
+    # Op-level tracing window: a few steps after warm-up. Windows asked for later: --trace-at, --trace-every,
+    # `haiprof trace RUN_DIR` (its request file is looked for on the flush thread, never on the training thread).
+    # TraceRequests drives them all from the optimizer-step hook, one at a time (two profilers crash torch).
     window = TraceWindow(run_dir.path, appender.append, run_dir.record_status, active_steps=opts.trace_steps)
-    recorder.step_callbacks.append(window.on_step)
-    # Windows asked for later: --trace-at, --trace-every, `haiprof trace RUN_DIR` (its request file is looked for
-    # on the flush thread, never on the training thread).
     requests = TraceRequests(run_dir.path, appender.append, run_dir.record_status, window, at_steps=opts.trace_at,
                              every_s=opts.trace_every_min * 60 if opts.trace_every_min else None,
                              steps=opts.trace_steps or 3)
@@ -320,6 +323,7 @@ def profile_target(run_dir: RunDir, opts: RunOptions, on_exit: Callable, fix_pla
                 unwritten.attempt("losses.json", fix_session.finish)
                 unwritten.attempt("phases.bin", appender.close)
                 unwritten.note("phases.bin", appender.failed)
+                note_reopened(run_dir, appender, sidecar)
                 if hooks_ok:
                     roots = recorder.narrowed_to
                     run_dir.record_status("phases", True, "" if roots is None else
