@@ -10,6 +10,7 @@ from __future__ import annotations
 
 import functools
 import os
+import re
 import threading
 import time
 import warnings
@@ -336,8 +337,11 @@ class PhaseRecorder:
                               nn_module.register_module_forward_hook(self._forward_post, always_call=True)]
         # torch.compile(module) warns that global hooks fire twice (for the OptimizedModule and the module): ours
         # count nesting, so the warning is about haiprof, not the script; kept quiet while they are installed.
-        warnings.filterwarnings("ignore", message=COMPILE_HOOK_WARNING, category=UserWarning)
-        self._warning_filter = warnings.filters[0]
+        # Put in the list directly: filterwarnings (and _filters_mutated) would bump the filters' version, after
+        # which python shows again a warning the script had already shown once.
+        self._warning_filter = (warnings.filters, ("ignore", re.compile(COMPILE_HOOK_WARNING, re.I), UserWarning,
+                                                   None, 0))
+        warnings.filters.insert(0, self._warning_filter[1])
         self._undo.append(self._remove_global_hooks)
         h3 = optim_mod.register_optimizer_step_pre_hook(self._opt_pre)
         h4 = optim_mod.register_optimizer_step_post_hook(self._opt_post)
@@ -364,12 +368,11 @@ class PhaseRecorder:
     def _remove_global_hooks(self) -> None:
         while self._global_hooks:
             self._global_hooks.pop().remove()
-        if self._warning_filter is not None:
-            try:
-                warnings.filters.remove(self._warning_filter)
-                warnings._filters_mutated()   # what filterwarnings itself calls, so the change takes effect
-            except (ValueError, AttributeError):
-                pass
+        if self._warning_filter is not None:   # the list it went in, and the one in use (a catch_warnings copy)
+            into, entry = self._warning_filter
+            for filters in (into, warnings.filters):
+                if entry in filters:
+                    filters.remove(entry)
             self._warning_filter = None
 
     def _narrow(self) -> None:

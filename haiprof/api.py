@@ -16,6 +16,7 @@ import time
 from pathlib import Path
 
 from .rundir import ALL_PHASES, PHASES, RunDir
+from .runtime.warning_state import registries_kept
 
 
 class Run:
@@ -277,7 +278,8 @@ def profile(out: str | os.PathLike | None = None, name: str = "profile", sample_
         raise
     finally:
         if os.getpid() == owner_pid:   # a forked child leaving the block must not finalize the run
-            _finalize(run_dir, handle, recorder, appender, sidecar, exit_code, error, quiet)
+            with registries_kept():   # the code after the block: its warnings shown once stay so
+                _finalize(run_dir, handle, recorder, appender, sidecar, exit_code, error, quiet)
 
 
 def _finalize(run_dir, handle, recorder, appender, sidecar, exit_code, error, quiet) -> None:

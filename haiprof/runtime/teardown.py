@@ -17,6 +17,7 @@ from typing import Callable
 
 from ..errors import say
 from ..rundir import RunDir
+from .warning_state import registries_kept
 
 
 class Unwritten:
@@ -124,7 +125,7 @@ class Finishing:
 @contextlib.contextmanager
 def finishing_report(run_dir: RunDir):
     """While the report is written: a first Ctrl-C is noted and the report still finished; a second one stops,
-    naming the command that rebuilds it. A hang-up (the terminal is gone) no longer ends the process here, and a
+    naming the command that rebuilds it (an ignored SIGINT stays ignored). A hang-up (the terminal is gone) no longer ends the process here, and a
     SIGTERM (once guard_sigterm() is called) is noted, the report finished, then the process ends by it."""
     presses = 0
     state = Finishing(run_dir)
@@ -138,13 +139,17 @@ def finishing_report(run_dir: RunDir):
 
     previous = {}
     try:
-        previous[signal.SIGINT] = signal.signal(signal.SIGINT, on_sigint)
+        # SIGINT ignored (a shell's background job, nohup-like launchers, or the script's own SIG_IGN): python
+        # would ignore a Ctrl-C here too, so it stays ignored and the run ends with the script's exit code.
+        if signal.getsignal(signal.SIGINT) != signal.SIG_IGN:
+            previous[signal.SIGINT] = signal.signal(signal.SIGINT, on_sigint)
         if signal.getsignal(signal.SIGHUP) == signal.SIG_DFL:
             previous[signal.SIGHUP] = signal.signal(signal.SIGHUP, signal.SIG_IGN)
     except ValueError:   # not the main thread: signals cannot be handled here
         pass
     try:
-        yield state
+        with registries_kept():   # the script's atexit handlers come after: its warnings shown once stay so
+            yield state
     except KeyboardInterrupt:
         say(f"haiprof: report not written; rebuild it with: haiprof report {run_dir.path}")
         raise
