@@ -125,8 +125,9 @@ class Finishing:
 @contextlib.contextmanager
 def finishing_report(run_dir: RunDir):
     """While the report is written: a first Ctrl-C is noted and the report still finished; a second one stops,
-    naming the command that rebuilds it (an ignored SIGINT stays ignored). A hang-up (the terminal is gone) no longer ends the process here, and a
-    SIGTERM (once guard_sigterm() is called) is noted, the report finished, then the process ends by it."""
+    naming the command that rebuilds it (an ignored SIGINT stays ignored). A hang-up (the terminal is gone) no
+    longer ends the process here, and a SIGTERM (once guard_sigterm() is called) is noted, the report finished,
+    then the process ends by it."""
     presses = 0
     state = Finishing(run_dir)
 
