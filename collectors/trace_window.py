@@ -229,7 +229,19 @@ class TraceWindow:
     def _export(self, prof) -> None:
         # Called by torch.profiler when the recorded steps are over (or at stop()); raw JSON now, gzip at close.
         prof.add_metadata(STEPS_KEY, str(self.traced_steps()))
-        prof.export_chrome_trace(str(self.out_dir / self.raw_name))
+        raw = self.out_dir / self.raw_name
+        try:
+            prof.export_chrome_trace(str(raw))
+        finally:
+            # Kineto writes `trace.json.tmp` and renames it: a full disk leaves the half file behind
+            self._remove_partial(raw)
+
+    @staticmethod
+    def _remove_partial(raw: Path) -> None:
+        try:
+            raw.with_name(raw.name + ".tmp").unlink(missing_ok=True)
+        except OSError:
+            pass
 
     def _finish(self) -> None:
         prof, self._prof, self._done = self._prof, None, True
@@ -277,6 +289,7 @@ class TraceWindow:
         try:
             if self._prof is not None:
                 self._finish()
+            self._remove_partial(self.out_dir / self.raw_name)
             if self.reason is not None:
                 return
             if self._start_step is None:

@@ -72,3 +72,38 @@ def test_writer_failing_with_enospc_keeps_the_scripts_exit(tmp_path, code):
     assert len(lines) == 1 and "could not write phases.bin" in lines[0] and "No space left" in lines[0], lines
     r = run_haiprof("report", "--quiet", out)
     assert r.returncode == 0 and 0 < load_summary(out)["steps"] < 6000
+
+
+def test_a_full_disk_at_the_trace_export_leaves_no_kineto_tmp_file(small_fs):
+    # torch.profiler (Kineto) writes trace.json.tmp and renames it; haiprof removed only its own .tmp files
+    import torch
+    from haiprof.collectors.trace_window import TraceWindow
+    status = []
+    win = TraceWindow(small_fs, [].append, lambda *a: status.append(a), warmup_steps=1, active_steps=2,
+                      watch=False)
+    m = torch.nn.Linear(256, 256)
+    opt = torch.optim.SGD(m.parameters(), lr=0.01)
+    for n in range(1, 6):
+        if n == 3:
+            _fill(small_fs, 0)   # full just before the window's last step exports the trace
+        opt.zero_grad()
+        m(torch.randn(64, 256)).sum().backward()
+        opt.step()
+        win.on_step(n)
+    win.close()
+    left = sorted(p.name for p in small_fs.iterdir())
+    assert not [n for n in left if n.endswith(".tmp")] and "trace.json.gz" not in left, left
+    assert status and status[-1][1] is False, status
+
+
+def test_a_report_failing_for_space_names_the_command_that_rebuilds_it(small_fs):
+    out = small_fs / "r"
+    r = run_haiprof("run", "--quiet", "--out", out, LOOP, 200, 0)
+    assert r.returncode == 0, r.stderr
+    (out / "summary.json").unlink()
+    (out / "report.html").unlink()
+    _fill(small_fs, 0)
+    r = run_haiprof("report", "--quiet", out)
+    assert r.returncode != 0 or "could not write" in r.stderr
+    lines = _our_lines(r.stderr)
+    assert lines and f"haiprof report {out}" in lines[-1], lines

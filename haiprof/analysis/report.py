@@ -25,7 +25,9 @@ def finish(run_dir: RunDir, quiet: bool = False) -> dict | None:
         run_dir.write_summary(data.summary)
         report = html.write(data, run_dir.file("report.html"))
     except Exception as e:
-        _say(f"haiprof: could not write the report in {run_dir.path}: {type(e).__name__}: {e}")
+        # the data on disk is intact: say how to get the report once the cause (often a full disk) is gone
+        _say(f"haiprof: could not write the report in {run_dir.path}: {type(e).__name__}: {e}; "
+             f"rebuild it with: haiprof report {run_dir.path}")
         return None
     if not quiet:
         for line in regression_lines(data.summary) + console.verdict_lines(data.summary, report) + \
