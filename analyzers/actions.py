@@ -47,7 +47,9 @@ def _io(f: dict, s: dict) -> dict:
 
 def _compute(f: dict, s: dict) -> dict:
     top = ((s.get("gpu") or {}).get("top_kernels") or [])
-    reason = f"the GPU computes {_pct(f.get('share', 0))} of the step"
+    on = "the GPU computes" if (f.get("evidence") or {}).get("timeline") == "device" else \
+        "forward, backward and optimizer compute"   # a host clock: no GPU to speak of
+    reason = f"{on} {_pct(f.get('share', 0))} of the step"
     if top:
         reason += f"; the top kernel, {top[0]['name']}, takes {_pct(top[0]['share'])} of GPU time"
     tc = (s.get("gpu") or {}).get("tensor_core_share")

@@ -118,27 +118,56 @@ def _step_s(f: dict) -> float | None:
     return ev.get("steady_step_s") or ev.get("median_step_s")
 
 
+# The headline's subject, per class and clock: one phrase, one number after it (the finding's share). The detail
+# (busy, density, the runner-up) is the finding's message, shown as evidence below the headline.
+SUBJECT = {
+    ("io", "device"): "the GPU waited for input",
+    ("launch", "device"): "the GPU waited on the host",
+    ("compute", "device"): "the GPU computed",
+    ("communication", "device"): "the GPU waited on exposed communication",
+    ("io", "host"): "the training loop waited for input",
+    ("launch", "host"): "framework overhead took",
+    ("compute", "host"): "forward, backward and optimizer computed",
+    ("communication", "host"): "exposed communication took",
+}
+
+
+def _clock(f: dict) -> str:
+    return "device" if (f.get("evidence") or {}).get("timeline") == "device" else "host"
+
+
+def headline(top: dict, step_s: float | None, left_out: dict | None = None) -> str:
+    """One sentence: the verdict, its share of the step, and what its first applicable fix can remove at most
+    (ms of that same step). Fixes the script already uses, or this run applied, are named as such instead."""
+    left_out = left_out or {}
+    share, gain = top.get("share", 0.0), removable(top)
+    step = f" of the {step_s * 1e3:.1f} ms step" if step_s else " of the step"
+    subject = SUBJECT.get((top["kind"], _clock(top)), f"{top['kind']} took")
+    sentence = f"{LABEL[top['kind']]} ({top['severity']}): {subject} {_pct(share)}{step}"
+    fixes = list(top.get("fixes") or [])
+    open_ = [x for x in fixes if x not in left_out]
+    if open_ and gain > 0:
+        ms = f"{gain * step_s * 1e3:.1f} ms of it ({_pct(gain)})" if step_s else f"{_pct(gain)} of it"
+        sentence += f"; --fix {open_[0]} can remove at most {ms}"
+    elif fixes:
+        sentence += "; its fixes are in use already: " + "; ".join(f"{x} ({left_out[x]})" for x in fixes)
+    return sentence + "."
+
+
 def _choose(eligible: list[dict], findings: list[dict]) -> tuple[str, str]:
     """The eligible class with the most removable time, its severity raised to the highest of the bound classes
-    ranked below it (the order of the findings never contradicts the verdict), and the headline with both
-    figures: its share and removable ms, and the runner-up's."""
+    ranked below it (the order of the findings never contradicts the verdict), and its one-sentence headline."""
     top = max(eligible, key=removable)
     others = sorted((f for f in findings if f["kind"] in BOUND_KINDS and f is not top), key=removable, reverse=True)
     for f in others:
         if _SEVERITY.get(f.get("severity"), 0) > _SEVERITY.get(top.get("severity"), 0):
             top["severity"] = f["severity"]
     top["removable_share"] = removable(top)
-    step = _step_s(top)
-
-    def worth(f):
-        ms = f" = {removable(f) * step * 1e3:.1f} ms/step" if step else ""
-        return f"{_pct(removable(f))} of the step{ms}"
-
-    tail = f" Removable by its fix: at most {worth(top)}"
     runner = next((f for f in others if removable(f) > 0), None)
-    if runner is not None:
-        tail += f"; next, {runner['kind']} ({_pct(runner.get('share', 0.0))} of the step): at most {worth(runner)}"
-    return top["kind"], f"{LABEL[top['kind']]} ({top['severity']}): {top['message']}.{tail}."
+    if runner is not None:   # evidence, not headline: one number up there
+        top.setdefault("evidence", {})["runner_up"] = {"kind": runner["kind"], "share": runner.get("share", 0.0),
+                                                       "removable_share": removable(runner)}
+    return top["kind"], headline(top, _step_s(top))
 
 
 def decide(findings: list[dict], steps: int) -> tuple[str, str]:

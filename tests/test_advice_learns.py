@@ -21,6 +21,14 @@ def test_what_the_script_already_does_is_never_advised(tmp_path):
     assert not DONE & {a["fix"] for a in s["next_steps"]}, s["next_steps"]
     html = (tmp_path / "tuned" / "report.html").read_text()
     assert "Not recommended:" in html and "the script already does it" in html
+    # nowhere else on the page either: not in a finding's fixes, the headline or the Findings box
+    assert not DONE & {x for f in s["findings"] for x in f["fixes"]}, [(f["kind"], f["fixes"]) for f in s["findings"]]
+    findings_box = html.split('<section id="findings">')[1].split("</section>")[0]
+    for x in DONE:
+        assert f"--fix {x}" not in s["headline"] and f"--fix {x}" not in findings_box, (x, s["headline"])
+    # a CPU run never speaks of a GPU in its verdict, findings or actions
+    words = [s["headline"], *(f["message"] for f in s["findings"]), *(a["reason"] for a in s["next_steps"])]
+    assert not [w for w in words if "GPU" in w], words
 
     assert plain.returncode == 0, plain.stderr
     s = load_summary(tmp_path / "plain")

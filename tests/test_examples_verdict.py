@@ -26,7 +26,9 @@ def test_bundled_example_verdict(example_run, example, expected):
     assert s["next_steps"][0]["kind"] == expected and s["next_steps"][0]["fix"] == top["fixes"][0]
     bound = [f for f in s["findings"] if f["kind"] in ("io", "compute", "launch", "communication")]
     assert bound[0] is not None and bound[0]["kind"] == expected, [(f["kind"], f["severity"]) for f in bound]
-    assert "Removable by its fix: at most" in s["headline"]
+    # one sentence: the verdict's share and what its first fix can remove at most, in ms of the steady step
+    assert f"--fix {s['next_steps'][0]['fix']} can remove at most" in s["headline"], s["headline"]
+    assert s["headline"].count(". ") == 0 or "busy machine" in s["headline"], s["headline"]
     assert s["headline"] in r.stderr.replace("haiprof: ", "")
 
 

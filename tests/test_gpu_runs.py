@@ -123,13 +123,15 @@ def test_pageable_copies_are_named(reports):
 
 @pytest.mark.parametrize("name", [n for n in ("compute_base", "launch_base", "h2d_p") if n in NAMES])
 def test_one_meaning_of_busy(reports, gpu_reports, name):
-    """Busy = kernels and copies: the headline, the GPU section, its per-step chart and the op-level kernel facts
-    give the same figure (±1 point); the gaps inside the spans are an idle cause of their own."""
+    """Busy = kernels and copies: the verdict's evidence, the GPU section, its per-step chart and the op-level kernel
+    facts give the same figure (±1 point); the gaps inside the spans are an idle cause of their own."""
     s = reports[name]
     dev = s["device"]
     busy = 100 * dev["busy_share"]
-    head = re.search(r"GPU busy (\d+)%", s["headline"])
-    assert head and abs(int(head.group(1)) - busy) <= 1, s["headline"]
+    top = next(f for f in s["findings"] if f["kind"] == s["bottleneck"])
+    head = re.search(r"GPU busy (\d+)%", top["message"])
+    assert head and abs(int(head.group(1)) - busy) <= 1, top["message"]
+    assert "busy" not in s["headline"], s["headline"]   # one number in the headline: the verdict's share
     assert abs(100 * (1 - dev["busy_share"]) - 100 * sum(dev["idle_by_host"].values())) <= 1
     per = [p for p in dev["per_step"] if not p["traced"] and not p.get("estimated_end")][-dev["steps"]:]
     chart = 100 * sum(p["busy_s"] for p in per) / sum(p["duration_s"] for p in per)
@@ -178,3 +180,23 @@ def test_the_step_chart_is_on_the_device_clock(reports, gpu_reports):
     waited = sum(series.get("idle: host waiting for the DataLoader", [0] * len(xs))[i] for i in steady)
     # the shares' steps also leave a slow start out: the same partition, within 3 points
     assert abs(waited / total - s["device"]["idle_by_host"]["dataloader"]) <= 0.03
+
+
+@pytest.mark.skipif("hf" not in NAMES, reason="hf not recorded")
+def test_a_model_left_on_the_cpu_of_a_gpu_machine_is_told_so(reports):
+    """The HF Trainer recording ran its model on the CPU of an H100 machine (no CUDA kernel in its trace)."""
+    s = reports["hf"]
+    assert "The model ran on the CPU" in s["headline"], s["headline"]
+    for name in ("compute_base", "launch_base"):   # runs that used their GPU are not told so
+        if name in reports:
+            assert "ran on the CPU" not in reports[name]["headline"]
+
+
+@pytest.mark.parametrize("name", NAMES)
+def test_the_headline_is_one_sentence_with_the_verdicts_share(reports, name):
+    """XProf-style: one sentence, the verdict's share and the ms its first fix can remove of the steady step."""
+    s = reports[name]
+    head = s["headline"].split(" The model ran on the CPU")[0]
+    assert head.count(". ") == 0 and head.endswith("."), head
+    step_ms = 1e3 * s["step_time_s"]["steady"]
+    assert f"of the {step_ms:.1f} ms step" in head, (head, step_ms)

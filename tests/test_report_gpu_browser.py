@@ -90,7 +90,7 @@ def test_one_busy_figure_and_phase_colours_on_the_page(browser, gpu_reports, tmp
         pytest.skip(f"{name} not recorded")
     d = _report(gpu_reports, name)
     page = _check_page(browser, d, tmp_path, name)
-    head = re.search(r"GPU busy (\d+)%", page.locator("#headline").inner_text())
+    head = re.search(r"GPU busy (\d+)%", page.locator("#findings").inner_text())
     section = re.search(r"busy (\d+)% \(kernels and copies\)", page.locator("#gpu").inner_text())
     facts = re.search(r"kernels and copies, device clock\)\s+(\d+)%", page.locator("#ops").inner_text())
     assert head and section and facts, (head, section, facts)

@@ -96,7 +96,7 @@ def test_decide(share, steps, expected):
     assert bottleneck == expected
     assert headline.endswith(".")
     if expected == "io":
-        assert headline.startswith("Input-bound (high): 70%")
+        assert headline.startswith("Input-bound (high): the training loop waited for input 70% of the")
 
 
 def test_launch_finding_beats_compute():

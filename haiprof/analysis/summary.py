@@ -126,9 +126,14 @@ def analyze(run_dir: RunDir, extra_findings: list | None = None) -> RunData:
     # conclude nothing; a trace (`haiprof analyze`) holds only its profiled steps, all of them measured
     measured = n if trace and not meta.get("steps_from_run") else min(n, len(steady) + traced_excluded)
     bottleneck, headline = decide(findings, measured)
+    suffix = ""
     if neighbour and measured >= T.MIN_STEPS:
-        headline += (f" Measured on a busy machine (other processes took {neighbour['evidence']['other_cores']:.1f} "
-                     f"of {neighbour['evidence']['cores']} cores): noisy.")
+        suffix += (f" Measured on a busy machine (other processes took {neighbour['evidence']['other_cores']:.1f} "
+                   f"of {neighbour['evidence']['cores']} cores): noisy.")
+    if device is None and _cuda_host_cpu_model(meta, op_trace) and measured >= T.MIN_STEPS:
+        suffix += (" The model ran on the CPU: this machine has a GPU "
+                   f"({(meta.get('gpus') or ['?'])[0]}), and no CUDA kernel ran in the traced steps.")
+    headline += suffix
     if measured < T.MIN_STEPS:   # findings follow the verdict's minimum: shares of one or two steps judge nothing
         findings = [f for f in findings if f.get("kind") not in MIN_STEPS_KINDS]
     exit_code = meta.get("exit_code")
@@ -185,12 +190,11 @@ def analyze(run_dir: RunDir, extra_findings: list | None = None) -> RunData:
     from .fix_results import add_fix_results
     add_fix_results(run_dir, meta, summary)
     # --- end fixes ---
-    summary["advice_left_out"] = gpu_analysis.advice_left_out(summary)   # already done or measured here
+    left_out = summary["advice_left_out"] = gpu_analysis.advice_left_out(summary)   # already done or measured
     top = next((f for f in summary["findings"] if f["kind"] == bottleneck), None)
-    gone = [x for x in (top or {}).get("fixes") or [] if x in summary["advice_left_out"]]
-    if top is not None and gone and len(gone) == len(top.get("fixes") or []):
-        summary["headline"] += (" Its fixes are not recommended here: "
-                                + "; ".join(f"{x} ({summary['advice_left_out'][x]})" for x in gone) + ".")
+    if top is not None:   # the headline once more, now that what the script already does is known
+        summary["headline"] = verdict.headline(top, stats.get("steady") or stats.get("median"), left_out) + suffix
+    _drop_left_out_fixes(summary["findings"], left_out)
     summary["next_steps"] = gpu_analysis.next_steps(summary)   # "do this next", ranked
     timelines = {"system": utilization.system_timelines(samples.get("system", []), origin),
                  "hardware": hw["timelines"], "origin_ns": origin}
@@ -200,6 +204,25 @@ def analyze(run_dir: RunDir, extra_findings: list | None = None) -> RunData:
             step_info["boundary"] = "ProfilerStep annotations" if n else "none (no ProfilerStep annotations)"
         timelines["trace"] = trace
     return RunData(run_dir, meta, summary, all_steps, samples, status, timelines, chart)
+
+
+def _drop_left_out_fixes(findings: list, left_out: dict) -> None:
+    """No fix is offered anywhere on the page for what the script already does (or this run applied): each
+    finding keeps the others; the left-out ones go to its evidence with the reason."""
+    for f in findings:
+        gone = [x for x in f.get("fixes") or [] if x in left_out]
+        if gone:
+            f["fixes"] = [x for x in f["fixes"] if x not in left_out]
+            f.setdefault("evidence", {})["fixes_left_out"] = {x: left_out[x] for x in gone}
+
+
+def _cuda_host_cpu_model(meta: dict, op_trace: dict | None) -> bool:
+    """A machine with a GPU whose run put nothing on it: no CUDA-event spans (device is None here) and a trace
+    whose steps ran no CUDA kernel."""
+    if not meta.get("gpus") or not op_trace or op_trace.get("error"):
+        return False
+    gpu = op_trace.get("gpu")
+    return gpu is None or not (gpu or {}).get("kernels")
 
 
 # -- op-level trace: launch analysis -----------------------------------------------------------------------------
