@@ -80,7 +80,10 @@ def _main(argv: list[str] | None = None) -> int:
         return _fail(f"unknown command {name!r}\n{_usage()}")
     try:
         return command(name)(rest)
-    except (UserError, LaunchError, NotARunDir, OutDirError) as e:
+    except LaunchError as e:   # a target python could not start either: its own line and exit status
+        print(e.line, file=sys.stderr)
+        return e.exit_code
+    except (UserError, NotARunDir, OutDirError) as e:
         return _fail(str(e))
     except KeyboardInterrupt:
         return 130

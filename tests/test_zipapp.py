@@ -41,11 +41,13 @@ def test_zipapp_and_directory_run_as_python_runs_them(apps, target):
     assert load_summary(apps / f"run-{target}")["steps"] == 5
 
 
-def test_zip_without_main_is_one_line_error(apps):
+def test_zip_without_main_is_pythons_one_line_error(apps):
     bad = apps / "plain.zip"
     import zipfile
     with zipfile.ZipFile(bad, "w") as z:
         z.writestr("x.py", "print(1)\n")
-    r = run_haiprof("run", "--out", apps / "r", bad, cwd=apps)
-    assert r.returncode == 2 and r.stderr.strip() == f"haiprof: error: can't find '__main__' module in '{bad}'"
+    plain = subprocess.run([sys.executable, bad.name], cwd=apps, capture_output=True, text=True, timeout=120)
+    r = run_haiprof("run", "--out", apps / "r", bad.name, cwd=apps)
+    assert (r.returncode, r.stderr) == (plain.returncode, plain.stderr) == (1, f"{sys.executable}: can't find "
+                                                                              f"'__main__' module in '{bad}'\n")
     assert not (apps / "r").exists()
