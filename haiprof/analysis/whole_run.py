@@ -75,6 +75,23 @@ def analyze(steady: list, records: list, samples: dict) -> dict:
 
 EVAL_NAME = "eval"            # collectors/phases.py: a forward without autograd (an evaluation pass)
 CHECKPOINT_BYTES = 1 << 20    # the process tree wrote this much around a step: a checkpoint (or a log dump)
+TRACE_BEGIN, TRACE_END = "@trace-begin", "@trace-end"   # collectors/trace_window.py: around all the window costs
+OWN_TRACE_WRITE = "haiprof's own export of its op-level trace to the run directory, not the script's"
+
+
+def _trace_spans(records: list) -> list[tuple[int, int]]:
+    """The tracing windows, (begin, end) ns. Their marks bracket the profiler's export of trace.json, so a write
+    in a sampler interval that overlaps one is (at least in part) haiprof's own; a window the run ended inside
+    has no end mark and lasts to the end (its export runs at close)."""
+    begins = sorted(int(r[1]) for r in records if isinstance(r, list) and len(r) > 1 and r[0] == TRACE_BEGIN)
+    ends = sorted(int(r[1]) for r in records if isinstance(r, list) and len(r) > 1 and r[0] == TRACE_END)
+    spans = []
+    for b in begins:
+        e = next((e for e in ends if e >= b), None)
+        spans.append((b, e if e is not None else np.iinfo(np.int64).max))
+        if e is not None:
+            ends.remove(e)
+    return spans
 
 
 def _context(rows: list, a: dict, records: list, system: list) -> None:
@@ -88,6 +105,7 @@ def _context(rows: list, a: dict, records: list, system: list) -> None:
     system = [x for x in system if isinstance(x.get("t_ns"), int)]
     sys_t = np.asarray([x["t_ns"] for x in system], dtype=np.int64)
     pos = np.searchsorted(a["index"], [r["step"] for r in rows])
+    own_spans = _trace_spans(records)
     for r, i in zip(rows, pos):
         start, end = int(a["start"][i]), int(a["end"][i])
         before = int(a["end"][i - 1]) if i > 0 else start - 1
@@ -102,8 +120,12 @@ def _context(rows: list, a: dict, records: list, system: list) -> None:
         if start > sys_t[-1] or end < sys_t[0]:
             continue
         wrote = (system[j1].get("proc_write_bytes") or 0) - (system[j0 - 1].get("proc_write_bytes") or 0)
+        # The counter is per process tree, so the trace export cannot be told apart from a script's write in the
+        # same interval: such an interval is haiprof's, said so, never "a checkpoint?".
+        own = any(b <= sys_t[j1] and e >= sys_t[j0 - 1] for b, e in own_spans)
         if wrote >= CHECKPOINT_BYTES:
-            r["notes"].append(f"the process wrote {wrote / 1e6:.0f} MB to disk around it (a checkpoint?)")
+            r["notes"].append(f"the process wrote {wrote / 1e6:.0f} MB to disk around it: {OWN_TRACE_WRITE}"
+                              if own else f"the process wrote {wrote / 1e6:.0f} MB to disk around it (a checkpoint?)")
         cpu = [system[j]["cpu_main_pct"] for j in range(j0, j1 + 1)
                if isinstance(system[j].get("cpu_main_pct"), (int, float))]
         cores = [float(np.mean(c)) for j in range(j0, j1 + 1)
