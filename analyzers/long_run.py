@@ -111,10 +111,12 @@ def _period(values: np.ndarray, tolerance) -> tuple[float, float] | None:
 
 
 def periodic_stalls(durations_ns: np.ndarray, starts_ns: np.ndarray, phases_ns: dict | None = None,
-                    new_loader: np.ndarray | None = None, index_offset: int = 0,
+                    new_loader: np.ndarray | None = None, index: np.ndarray | None = None,
                     own_periods_s: dict | None = None) -> dict | None:
     """Stalls that recur every N steps or every T seconds, with what they spent their extra time on.
     `phases_ns`: phase -> per-step ns (same order); `new_loader`: per step, a DataLoader iterator began in it;
+    `index`: each entry's step index in the run (default 0..n-1): the steady steps skip warm-up and traced steps,
+    so periods and first steps are counted in the run's own numbering, the step chart's and the tables';
     `own_periods_s`: what of the profiler itself runs periodically -> its period: a stall at that period (and at
     no step period) is the profiler's own cost on tiny steps, said so, not blamed on the script."""
     d = np.asarray(durations_ns, dtype=float)
@@ -126,6 +128,7 @@ def periodic_stalls(durations_ns: np.ndarray, starts_ns: np.ndarray, phases_ns: 
     if len(all_idx) < MIN_STALLS:
         return None
     starts = np.asarray(starts_ns, dtype=float)
+    step = np.arange(len(d)) if index is None else np.asarray(index, dtype=np.int64)
     # A busy machine adds slow steps at random: the periodic stalls are then the larger ones, so the period is
     # looked for among all stalls, then among those at least a half and a quarter of the largest's excess.
     excess_all = d[all_idx] - median
@@ -134,7 +137,7 @@ def periodic_stalls(durations_ns: np.ndarray, starts_ns: np.ndarray, phases_ns: 
         idx = all_idx[excess_all >= level * excess_all.max()]
         if len(idx) < MIN_STALLS:
             continue
-        by_steps = _period(np.diff(idx).astype(float), lambda c: 1.0)
+        by_steps = _period(np.diff(step[idx]).astype(float), lambda c: 1.0)
         by_time = _period(np.diff(starts[idx]), lambda c: 0.10 * c)
         if by_steps is not None or by_time is not None:
             break
@@ -156,7 +159,7 @@ def periodic_stalls(durations_ns: np.ndarray, starts_ns: np.ndarray, phases_ns: 
     else:
         every = f"every {by_time[0] / 1e9:.3g} s"
     severity = "info" if own else "high" if share >= 0.10 else "moderate" if share >= 0.03 else "low"
-    first = [int(i) + index_offset for i in idx[:5]]
+    first = [int(i) for i in step[idx[:5]]]
     return {
         "kind": "periodic-stall", "severity": severity, "share": share,
         "message": (f"a stall {every}: {len(idx)} steps took {_ms(float(np.median(d[idx])))} against a "

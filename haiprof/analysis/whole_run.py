@@ -47,7 +47,7 @@ def analyze(steady: list, records: list, samples: dict) -> dict:
     new_loader = _marks_in_steps(loader_t, a["start"], a["end"])
     phases = {p: v for p, v in a["phases"].items() if v.any()}
     for finding in (long_run.drift(a["duration"]),
-                    long_run.periodic_stalls(a["duration"], a["start"], phases, new_loader,
+                    long_run.periodic_stalls(a["duration"], a["start"], phases, new_loader, index=a["index"],
                                              own_periods_s={OWN_WRITER: FLUSH_INTERVAL_S})):
         if finding is not None:
             out["findings"].append(finding)

@@ -7,6 +7,8 @@ from .escape import esc
 
 # keys holding a share of 1 (thresholds and busy/idle grades) though their names do not say "share"
 SHARE_KEYS = ("moderate", "high", "busy", "idle", "saturated", "others", "host_cpu_busy")
+TIME_UNITS = {"_ns": 1e9, "_us": 1e6, "_s": 1.0, "_seconds": 1.0}   # key suffix -> units per second
+TIMED = tuple(TIME_UNITS)
 MAX_LIST = 8   # longer lists are summarised by their length (the full list is in summary.json)
 
 
@@ -44,18 +46,19 @@ def value(key: str, v) -> str:
     k = key.lower()
     if k.endswith("bytes_per_s") or k.endswith("_per_s_mean"):
         return _bytes(v) + "/s"
+    # the unit of the value, or of its group (excess_by_phase_s · dataloader), goes before "thresholds are
+    # shares": thresholds · min_excess_s is seconds and thresholds · bytes bytes, not a percent
+    own = next((p for p in reversed(k.split(" · ")) if "share" in p or "bytes" in p or p.endswith(TIMED)), "")
+    if "share" not in own:
+        div = next((d for suffix, d in TIME_UNITS.items() if own.endswith(suffix)), None)
+        if div is not None:
+            return _time(v / div)
+        if "bytes" in own:
+            return _bytes(v)
     if "share" in k or "threshold" in k or "density" in k or k in SHARE_KEYS:
         return f"{_sig(100 * v)}%" if isinstance(v, float) and -1.5 <= v <= 1.5 else _sig(v)
     if k.endswith("_pct") or k.endswith("pct_mean"):
         return f"{_sig(v)}%"
-    if k.endswith("_ns"):
-        return _time(v / 1e9)
-    if k.endswith("_us"):
-        return _time(v / 1e6)
-    if k.endswith("_s") or k.endswith("_seconds"):
-        return _time(v)
-    if "bytes" in k:
-        return _bytes(v)
     return str(v) if isinstance(v, int) else _sig(v)
 
 
