@@ -17,20 +17,19 @@ thread that holds the GIL the training thread needs. Here every flush appends on
 A record is (name: str, start: int, end: int, *extras: int). Anything else (a dict of DDP timers, a name past the
 256th of a chunk, an integer beyond int64) travels as JSON in the header's "extra" with its row, so the order of
 records is kept exactly. Chunks are independent: a kill mid-write leaves a torn last chunk, which the reader drops
-(its CRC or its length says so); everything before it reads.
+(its CRC or its length says so); a damaged chunk anywhere costs its own records only (haiprof/phaseframes.py).
 """
 from __future__ import annotations
 
 import json
-import struct
 import zlib
 from collections import Counter
 from pathlib import Path
 
 import numpy as np
 
-MAGIC = b"HPC1"
-HEAD = struct.Struct("<4sIII")
+from .phaseframes import HEAD, MAGIC, Skipped, file_size, row_bytes, whole_chunks
+
 MAX_EXTRAS = 4
 MAX_NAMES = 255
 LEVEL = 6
@@ -103,7 +102,10 @@ def decode_arrays(header: dict, payload: bytes) -> tuple:
     """The chunk's column rows as numpy arrays (name code, start, end, extras count, extras), without the
     header's "extra" records: (name u8, start i64, end i64, nx u8, xs i64)."""
     n = header["n"]
-    raw = zlib.decompress(payload)
+    expected = row_bytes(n, header["nx"])
+    raw = zlib.decompressobj().decompress(payload, expected + 1)   # a payload never inflates past its header's
+    if len(raw) != expected:
+        raise ValueError(f"the payload holds {len(raw)} bytes, its header announces {expected}")
     o = 0
     name = np.frombuffer(raw, dtype=np.uint8, count=n, offset=o)
     o += n
@@ -114,6 +116,8 @@ def decode_arrays(header: dict, payload: bytes) -> tuple:
     nx = np.frombuffer(raw, dtype=np.uint8, count=n, offset=o)
     o += n
     xs = _unshuffle(raw[o:], header["nx"]) if header["nx"] else np.zeros(0, np.int64)
+    if int(nx.sum()) != header["nx"]:
+        raise ValueError("the rows' extras do not add up to the header's")
     return name, start, start + dur, nx, xs
 
 
@@ -137,79 +141,29 @@ def decode_chunk(header: dict, payload: bytes) -> list:
     return rows
 
 
-def _whole_chunks(path: Path):
-    """(header, payload, bytes) of every whole chunk in order, read a chunk at a time (memory is one chunk's); it
-    stops at a trailing chunk cut or corrupted (killed mid-write)."""
-    try:
-        f = open(path, "rb")
-    except FileNotFoundError:
-        return
-    with f:
-        while True:
-            head = f.read(HEAD.size)
-            if len(head) < HEAD.size:
-                return
-            magic, hlen, plen, crc = HEAD.unpack(head)
-            body = f.read(hlen + plen) if magic == MAGIC else b""
-            if magic != MAGIC or len(body) < hlen + plen or zlib.crc32(body) != crc:
-                return
-            try:
-                header = json.loads(body[:hlen])
-            except ValueError:
-                return
-            yield header, body[hlen:], HEAD.size + hlen + plen
+def read_chunks(path: Path) -> tuple[list, Skipped]:
+    """(records, skipped): every readable chunk's records in order; `skipped` (phaseframes.Skipped, an int) counts
+    the bytes that held none: a trailing chunk cut short (killed mid-write), or damaged chunks anywhere."""
+    cols, skipped = read_columns(path)
+    return cols.records(), skipped
 
 
-def _size(path: Path) -> int:
-    try:
-        return Path(path).stat().st_size
-    except OSError:
-        return 0
-
-
-def read_chunks(path: Path) -> tuple[list, int]:
-    """(records, torn): every whole chunk's records in order; `torn` counts the bytes of a trailing chunk that was
-    cut or corrupted (killed mid-write), which are skipped."""
-    cols, torn = read_columns(path)
-    return cols.records(), torn
-
-
-def _capacity(path: Path) -> tuple[int, int]:
-    """(rows, extras) the chunks' headers announce: the arrays read_columns fills, allocated once (a pass over
-    the headers only, the payloads skipped)."""
-    rows = extras = 0
-    try:
-        with open(path, "rb") as f:
-            while True:
-                head = f.read(HEAD.size)
-                if len(head) < HEAD.size:
-                    break
-                magic, hlen, plen, _ = HEAD.unpack(head)
-                header = f.read(hlen) if magic == MAGIC else b""
-                if len(header) < hlen or magic != MAGIC:
-                    break
-                try:
-                    h = json.loads(header)
-                    rows, extras = rows + int(h["n"]), extras + int(h["nx"])
-                except (ValueError, KeyError, TypeError):
-                    break
-                f.seek(plen, 1)
-    except OSError:
-        pass
-    return rows, extras
-
-
-def read_columns(path: Path) -> tuple["PhaseColumns", int]:
-    """(columns, torn): read_chunks as numpy columns, one array per field for the whole file (a million steps are
-    ~100 MB of arrays, not ~2 GB of lists), each allocated once and filled a chunk at a time."""
-    cap, xcap = _capacity(Path(path))
+def read_columns(path: Path) -> tuple["PhaseColumns", Skipped]:
+    """(columns, skipped): read_chunks as numpy columns, one array per field for the whole file (a million steps
+    are ~100 MB of arrays, not ~2 GB of lists), each allocated once, from the readable chunks' headers (a first
+    pass), and filled a chunk at a time."""
+    size = file_size(path)   # the file as it is now: a live run appends meanwhile
+    cap = xcap = 0
+    for header, _, _, _ in whole_chunks(Path(path), size):
+        cap, xcap = cap + header["n"], xcap + header["nx"]
     code = np.empty(cap, np.uint16)
     start, end, xs = np.empty(cap, np.int64), np.empty(cap, np.int64), np.empty(xcap, np.int64)
     nx = np.empty(cap, np.uint8)
     code_of: dict = {}
     odd: list = []        # (column rows before it, record)
-    rows = nxs = done = 0
-    for header, payload, nbytes in _whole_chunks(Path(path)):
+    spans: list = []      # (offset, bytes) that held no readable chunk
+    rows = nxs = 0
+    for header, payload, nbytes, offset in whole_chunks(Path(path), size, spans):
         try:
             c_name, c_start, c_end, c_nx, c_xs = decode_arrays(header, payload)
             lut = np.array([code_of.setdefault(x, len(code_of)) for x in header["names"]] or [0], dtype=np.uint16)
@@ -217,19 +171,21 @@ def read_columns(path: Path) -> tuple["PhaseColumns", int]:
             places = [int(i) for i, _ in extra]
             if rows + len(c_name) > cap or nxs + len(c_xs) > xcap:
                 raise ValueError("a chunk past what the headers announced")
-        except (ValueError, KeyError, TypeError, IndexError, zlib.error):
-            break   # a chunk that does not decode: everything from it on is skipped, as a torn one
+            c_code = lut[c_name]
+        except (ValueError, KeyError, TypeError, IndexError, OverflowError, zlib.error):
+            spans.append((offset, nbytes))   # a chunk that does not decode: its records only are lost
+            continue
         for k, (i, rec) in enumerate(extra):   # i: its place in the chunk, k: header records before it
             odd.append((rows + places[k] - k, rec))
         n = len(c_name)
-        code[rows:rows + n], start[rows:rows + n], end[rows:rows + n] = lut[c_name], c_start, c_end
+        code[rows:rows + n], start[rows:rows + n], end[rows:rows + n] = c_code, c_start, c_end
         nx[rows:rows + n] = c_nx
         xs[nxs:nxs + len(c_xs)] = c_xs
-        rows, nxs, done = rows + n, nxs + len(c_xs), done + nbytes
-    if rows < cap or nxs < xcap:   # a torn or corrupt chunk announced rows that were not read
+        rows, nxs = rows + n, nxs + len(c_xs)
+    if rows < cap or nxs < xcap:   # a chunk that did not decode announced rows that were not read
         code, start, end, nx, xs = code[:rows].copy(), start[:rows].copy(), end[:rows].copy(), nx[:rows].copy(), \
             xs[:nxs].copy()
-    return PhaseColumns(list(code_of), code, start, end, nx, xs, odd), _size(path) - done
+    return PhaseColumns(list(code_of), code, start, end, nx, xs, odd), Skipped.of(sorted(spans), size)
 
 
 class PhaseColumns:

@@ -175,6 +175,7 @@ class RunDir:
     def __init__(self, path: str | os.PathLike):
         self.path = Path(path)
         self._warned: set = set()
+        self.read_notes: dict = {}   # what reading the run found wrong, for its status (see _say_skipped)
 
     def warn_malformed(self, name: str, what: str) -> None:
         """One line per file and run directory, however often it is read."""
@@ -306,12 +307,26 @@ class RunDir:
                 pass
         return False
 
+    def _say_skipped(self, skipped) -> None:
+        """phases.bin bytes that held no readable chunk: a warning, and damage before the end also in the report's
+        collector status (read_status; kept in memory, as a live run's snapshot may read a chunk being written)."""
+        if not skipped:
+            return
+        parts = []
+        if skipped.middle:
+            what = (f"{skipped.middle} byte(s) in {skipped.places} damaged place(s) held no readable chunk: "
+                    f"skipped, the chunks around them read")
+            self.read_notes[PHASES_BIN] = {"collector": PHASES_BIN, "available": True, "reason": what}
+            parts.append(what)
+        if skipped.tail:
+            parts.append(f"the last {skipped.tail} byte(s) are a chunk cut short (the run was killed while "
+                         f"writing it): skipped")
+        self.warn_malformed(PHASES_BIN, "; ".join(parts))
+
     def read_phase_records(self) -> list:
         """phases.bin (runs since the chunked store) and phases.jsonl (older runs, `haiprof analyze`)."""
-        chunked, torn = read_chunks(self.path / PHASES_BIN)
-        if torn:
-            self.warn_malformed(PHASES_BIN, f"the last {torn} byte(s) are a chunk cut short (the run was killed "
-                                            "while writing it): skipped")
+        chunked, skipped = read_chunks(self.path / PHASES_BIN)
+        self._say_skipped(skipped)
         good = []
         for name, records in ((PHASES_FILE, read_jsonl(self.path / PHASES_FILE)), (PHASES_BIN, chunked)):
             ok = [r for r in records if phase_record_ok(r)]
@@ -323,10 +338,8 @@ class RunDir:
     def read_phase_columns(self) -> PhaseColumns:
         """read_phase_records as numpy columns (haiprof/phasestore.py), the malformed records left out with the
         same warnings: what the analysis of a long run reads."""
-        cols, torn = read_columns(self.path / PHASES_BIN)
-        if torn:
-            self.warn_malformed(PHASES_BIN, f"the last {torn} byte(s) are a chunk cut short (the run was killed "
-                                            "while writing it): skipped")
+        cols, skipped = read_columns(self.path / PHASES_BIN)
+        self._say_skipped(skipped)
         odd = [(at, r) for at, r in cols.odd if phase_record_ok(r)]
         legacy = read_jsonl(self.path / PHASES_FILE)
         ok = [r for r in legacy if phase_record_ok(r)]
@@ -367,7 +380,7 @@ class RunDir:
         for rec in read_jsonl(self.path / STATUS_FILE):
             if isinstance(rec, dict) and isinstance(rec.get("collector"), str):
                 status[rec["collector"]] = rec
-        return status
+        return {**status, **self.read_notes}
 
     # -- derived outputs ------------------------------------------------------------------------------
     def write_summary(self, summary: dict) -> Path:
