@@ -15,18 +15,35 @@ import time
 
 
 class ThreadBusyClock:
+    """Each thread's schedstat file stays open; its descriptor is checked (one fstat) before each read and close:
+    a script that closes descriptors it did not open (os.closerange) may get the number back for its own file,
+    which must be neither read as ours nor closed by us (the file is then opened again)."""
+
     def __init__(self):
-        self._fds: dict[int, int] = {}
+        self._fds: dict[int, tuple] = {}   # tid -> (fd, (st_dev, st_ino)); fd -1: no schedstat
+
+    @staticmethod
+    def _identity(fd: int):
+        try:
+            st = os.fstat(fd)
+        except OSError:
+            return None
+        return st.st_dev, st.st_ino
+
+    @classmethod
+    def _open(cls, tid: int) -> tuple:
+        try:
+            fd = os.open(f"/proc/self/task/{tid}/schedstat", os.O_RDONLY | os.O_CLOEXEC)
+        except OSError:
+            return -1, None
+        return fd, cls._identity(fd)
 
     def __call__(self) -> tuple[int, int]:
         tid = threading.get_native_id()
-        fd = self._fds.get(tid)
-        if fd is None:
-            try:
-                fd = os.open(f"/proc/self/task/{tid}/schedstat", os.O_RDONLY | os.O_CLOEXEC)
-            except OSError:
-                fd = -1
-            self._fds[tid] = fd
+        entry = self._fds.get(tid)
+        if entry is None or (entry[0] >= 0 and self._identity(entry[0]) != entry[1]):
+            entry = self._fds[tid] = self._open(tid)   # a taken number is left to the script, not closed
+        fd = entry[0]
         if fd >= 0:
             try:
                 run, wait, _ = os.pread(fd, 96, 0).split()
@@ -36,8 +53,8 @@ class ThreadBusyClock:
         return time.thread_time_ns(), 0
 
     def close(self) -> None:
-        for fd in self._fds.values():
-            if fd >= 0:
+        for fd, ident in self._fds.values():
+            if fd >= 0 and self._identity(fd) == ident:
                 try:
                     os.close(fd)
                 except OSError:

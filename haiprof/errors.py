@@ -11,38 +11,77 @@ class UserError(Exception):
 import os as _os   # noqa: E402
 import sys as _sys   # noqa: E402
 
-_OWN_STDERR: list = [None]   # None: not kept (use sys.stderr); False: fd 2 was closed at start; else a stream
+# None: not kept (use sys.stderr); False: fd 2 was closed at start; else [fd, (st_dev, st_ino)] of the copy
+_OWN_STDERR: list = [None]
+_STDERR_RETAKEN = [0]   # times the script closed our copy (os.closerange) and it was taken again from fd 2
+
+
+def _identity(fd: int):
+    try:
+        st = _os.fstat(fd)
+    except OSError:
+        return None
+    return st.st_dev, st.st_ino
 
 
 def keep_stderr() -> None:
     """Keep a copy of file descriptor 2 as it is now, before the script runs: every haiprof message goes there,
     never into a target the script later sets sys.stderr to (its log file), nor to stdout when it sets
-    sys.stderr = None, and it survives the script closing sys.stderr. The copy is not inherited by children."""
+    sys.stderr = None, and it survives the script closing sys.stderr. The copy is not inherited by children.
+    It is a bare number, checked before each write (own_stderr()): a script that closes descriptors it did not
+    open (os.closerange) may get that number back for its own file, which must never receive our lines."""
     try:
         fd = _os.dup(2)
     except OSError:
         _OWN_STDERR[0] = False   # no stderr at start: stay silent, as python's own writes would be lost too
         return
-    _OWN_STDERR[0] = _os.fdopen(fd, "w", encoding="utf-8", errors="backslashreplace", buffering=1)
+    _OWN_STDERR[0] = [fd, _identity(fd)]
+
+
+def own_stderr() -> int | None:
+    """The verified copy's number; None when not kept. A copy the script took is abandoned (not closed: the
+    number is the script's now) and taken again from fd 2 if fd 2 is still what it was; else -1 (silence)."""
+    kept = _OWN_STDERR[0]
+    if not kept:
+        return None if kept is None else -1
+    fd, ident = kept
+    if fd >= 0 and _identity(fd) != ident:
+        _STDERR_RETAKEN[0] += 1
+        fd = -1
+        if _identity(2) == ident:   # the script left fd 2 alone (closerange(3, ...)): copy it again
+            try:
+                fd = _os.dup(2)
+            except OSError:
+                fd = -1
+        kept[0] = fd
+    return fd
+
+
+def stderr_retaken() -> int:
+    """How often the script closed haiprof's copy of stderr (see own_stderr)."""
+    own_stderr()   # noticed now, not only at the next message
+    return _STDERR_RETAKEN[0]
 
 
 def say(line: str) -> None:
     """One line of haiprof's on the process's own stderr (see keep_stderr); never raises."""
-    stream = _OWN_STDERR[0]
-    if stream is False:
-        return
     try:
-        if stream is None:
-            stream = _sys.stderr
-        else:   # what the script wrote to the same terminal or pipe first stays first
-            flush = getattr(_sys.stderr, "flush", None)
-            if flush is not None:
-                try:
-                    flush()
-                except (OSError, ValueError):
-                    pass
-        stream.write(line + "\n")
-        stream.flush()
+        fd = own_stderr()
+        if fd is None:
+            _sys.stderr.write(line + "\n")
+            _sys.stderr.flush()
+            return
+        if fd < 0:
+            return
+        flush = getattr(_sys.stderr, "flush", None)   # what the script wrote to the same terminal or pipe first
+        if flush is not None:                         # stays first
+            try:
+                flush()
+            except (OSError, ValueError):
+                pass
+        data = memoryview((line + "\n").encode("utf-8", "backslashreplace"))
+        while data:
+            data = data[_os.write(fd, data):]
     except (OSError, ValueError, AttributeError):   # the terminal is gone (SIGHUP) or the stream closed
         pass
 

@@ -5,16 +5,74 @@ Both queue records cheaply on any thread (the training thread's hooks) and write
 thread, so no I/O happens at a training step. Kept apart from RunDir (rundir/__init__.py), which reads the files
 back: the writers' concern is their cost to the training process. `RunDir.phase_appender()` hands out the phase
 writer; haiprof.rundir re-exports both classes.
+
+They write through an `OwnedFd`, never a Python file object: the script runs in this process and may close
+descriptors it did not open (a daemon's os.closerange(3, ...)), then get the same numbers for its own files.
 """
 from __future__ import annotations
 
 import json
+import os
 import threading
 from collections import deque
 from pathlib import Path
 from typing import Any, Callable
 
 from ..phasestore import encode_chunk
+
+
+class OwnedFd:
+    """A descriptor on one of haiprof's own files, verified before each use: the number must still refer to the
+    file it was opened on (st_dev, st_ino). If the script closed it, or closed it and got the number back for a
+    file of its own, the number is the script's: it is left alone (never written, never closed) and the file is
+    opened again by its path. No file object holds the number either: its finalizer would close it."""
+
+    def __init__(self, path, flags: int):
+        self.path, self.flags = Path(path), flags | os.O_CLOEXEC
+        self.fd, self._id = -1, None
+        self.reopened = 0   # how often the script took our descriptor (said in the run's status)
+        self._open()
+
+    def _open(self) -> None:
+        fd = os.open(self.path, self.flags, 0o644)
+        try:
+            st = os.fstat(fd)
+        except OSError:
+            os.close(fd)
+            raise
+        self.fd, self._id = fd, (st.st_dev, st.st_ino)
+
+    def _ours(self) -> os.stat_result | None:
+        if self.fd < 0:
+            return None
+        try:
+            st = os.fstat(self.fd)
+        except OSError:   # EBADF: closed by the script
+            return None
+        return st if (st.st_dev, st.st_ino) == self._id else None
+
+    def verify(self) -> os.stat_result:
+        """The descriptor's stat, after making sure it is ours (reopening the file if it is not). One fstat."""
+        st = self._ours()
+        if st is None:
+            if self.fd >= 0:
+                self.reopened += 1
+            self.fd = -1   # abandoned, not closed: the number may be the script's file now
+            self._open()
+            st = os.fstat(self.fd)
+        return st
+
+    def write(self, data: bytes) -> None:
+        """All of `data`, to the descriptor verify() last checked (a short write is continued)."""
+        view = memoryview(data)
+        while view:
+            view = view[os.write(self.fd, view):]
+
+    def close(self) -> None:
+        """Close the descriptor only if it is still ours."""
+        if self._ours() is not None:
+            os.close(self.fd)
+        self.fd = -1
 
 
 class JsonlAppender:
@@ -31,7 +89,8 @@ class JsonlAppender:
         self._interval = interval_s
         self._stop = threading.Event()
         self._thread: threading.Thread | None = None
-        self._file = self._open()
+        self._file: OwnedFd | None = OwnedFd(self.path, os.O_WRONLY | os.O_CREAT | os.O_APPEND)
+        self.reopened = 0   # times the script had closed our descriptor (kept after close)
         self.failed: OSError | None = None   # the write error that stopped recording, if any
         self._prefixes: dict = {}     # record name -> '["name",' (encode's fast path)
         # Called at the start of every flush, on the flush thread: producers that batch work off the training
@@ -55,12 +114,9 @@ class JsonlAppender:
             return f"{prefix}{record[1]},{record[2]}]"
         return json.dumps(record, separators=(",", ":"), default=str)
 
-    def _open(self):
-        return open(self.path, "a", encoding="utf-8")
-
     def _write(self, records: list) -> None:
-        self._file.write("\n".join(map(self.encode, records)) + "\n")
-        self._file.flush()
+        self._file.verify()
+        self._file.write(("\n".join(map(self.encode, records)) + "\n").encode("utf-8"))
 
     def flush(self) -> None:
         for produce in self.before_flush:
@@ -73,7 +129,10 @@ class JsonlAppender:
             while q:
                 records.append(q.popleft())
             if records:
-                self._write(records)
+                try:
+                    self._write(records)
+                finally:
+                    self.reopened = self._file.reopened
 
     def start(self) -> "JsonlAppender":
         self._thread = threading.Thread(target=self._loop, name="haiprof-flush", daemon=True)
@@ -93,9 +152,13 @@ class JsonlAppender:
         """Stop recording: later records are discarded, not queued without bound."""
         with self._lock:
             self._queue = deque(maxlen=0)   # append() keeps working and keeps nothing
+            self._release()
+
+    def _release(self) -> None:
+        if self._file is not None:
+            self.reopened = self._file.reopened
             try:
-                if self._file is not None:
-                    self._file.close()
+                self._file.close()
             except OSError:
                 pass
             self._file = None
@@ -108,26 +171,20 @@ class JsonlAppender:
             self.flush()
         finally:
             with self._lock:
-                if self._file is not None:
-                    self._file.close()
-                    self._file = None
+                self._release()
 
 
 class ChunkAppender(JsonlAppender):
     """The phase records' writer: each flush appends one compressed columnar chunk to phases.bin
     (haiprof/phasestore.py), ~20 bytes a training step where JSON lines took ~250."""
 
-    def _open(self):
-        return open(self.path, "ab")
-
     def _write(self, records: list) -> None:
-        end = self._file.tell()
+        end = self._file.verify().st_size   # O_APPEND: the chunk starts at the end
         try:
             self._file.write(encode_chunk(records))
-            self._file.flush()
         except OSError:   # a full disk: take the partial chunk back, so the file ends on a whole one
             try:
-                self._file.truncate(end)
+                os.ftruncate(self._file.fd, end)
             except OSError:
                 pass
             raise

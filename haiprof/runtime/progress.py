@@ -209,6 +209,7 @@ class LiveStatus:
         # Redraws and stop() take turns (reentrant: stop() from the excepthook while our thread draws).
         self._lock = threading.RLock()
         self._raw_write = self.stream.write
+        self._id = self._identity()   # the terminal's descriptor as it is now (see _emit)
 
     @classmethod
     def start_if_tty(cls, phases_path, quiet: bool = False, stream=None) -> "LiveStatus | None":
@@ -234,7 +235,17 @@ class LiveStatus:
         except (OSError, ValueError, AttributeError):
             return 0, 0
 
+    def _identity(self):
+        try:
+            st = os.fstat(self.stream.fileno())
+        except (OSError, ValueError, AttributeError):
+            return None
+        return st.st_dev, st.st_ino
+
     def _emit(self, text: str) -> None:
+        # A script that closes descriptors (a daemon) may reopen the number as its own log: never draw into it.
+        if self._id is None or self._identity() != self._id:
+            raise OSError("the terminal's descriptor is no longer the one the status line was started on")
         self._raw_write(text)   # one write: the terminal takes it whole between the script's writes
         self.stream.flush()
 

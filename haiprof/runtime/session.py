@@ -130,7 +130,7 @@ def note_reopened(run_dir: RunDir, appender, sidecar) -> None:
     if appender.reopened:
         lost.append(f"{PHASES_BIN} reopened ({appender.reopened}x)")
     if sidecar is not None and not sidecar.check():
-        lost.append("the sampler's pipe given up (the sampler stopped by signal)")
+        lost.append("the sampler's pipe left to the script (the sampler is stopped by a signal)")
     if stderr_retaken():
         lost.append("haiprof's copy of stderr taken again from fd 2")
     if lost:

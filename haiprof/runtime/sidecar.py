@@ -1,9 +1,11 @@
 """The sampler side process: runs the system collectors off the training process (no GIL contention).
 
-Started by the session as `python -m haiprof.runtime.sidecar RUN_DIR PID INTERVAL [SNAPSHOT_S]`. It samples every collector on a
-jittered interval (so sampling does not alias with a periodic training step), appends each sample to
-samples/<name>.jsonl with a flush, and exits when its stdin closes or the training process is gone. With
-SNAPSHOT_S it also keeps a snapshot report of the run so far (Snapshots).
+Started by the session as `python -m haiprof.runtime.sidecar RUN_DIR PID INTERVAL [SNAPSHOT_S [stop-byte]]`
+(`Sidecar.start`). It samples every collector on a jittered interval (so sampling does not alias with a periodic
+training step), appends each sample to samples/<name>.jsonl with a flush, and exits when its stdin closes, on
+SIGTERM, or when the training process is gone. With SNAPSHOT_S it also keeps a snapshot report of the run so far
+(Snapshots). With `stop-byte` only a byte on stdin means stop: an end of file while the training process lives
+means the script closed our pipe's end (os.closerange), and sampling goes on.
 A collector that raises is recorded in status.jsonl with the reason and dropped; the others go on.
 """
 from __future__ import annotations
@@ -95,12 +97,88 @@ def _alive(pid: int) -> bool:
     return os.getppid() == pid
 
 
+STOP_BYTE = "stop-byte"
+
+
+class Sidecar:
+    """The training process's handle on the side process. Its end of the stdin pipe is a bare descriptor,
+    checked before use (as rundir.appenders.OwnedFd): the script may close it and reuse the number for a file of
+    its own, which must then be neither written nor closed; the side process is stopped by SIGTERM instead."""
+
+    def __init__(self, proc, fd: int):
+        self.proc, self.fd = proc, fd
+        self._id = self._identity()
+        self.pipe_lost = False   # the script closed our end of the pipe (said in the run's status)
+
+    def _identity(self):
+        try:
+            st = os.fstat(self.fd)
+        except OSError:
+            return None
+        return st.st_dev, st.st_ino
+
+    @classmethod
+    def start(cls, run_dir, pid: int, interval_s: float, snapshot_s: float = 0.0) -> "Sidecar":
+        # Started in the run directory, which holds no Python files: `-m` puts the working directory first on
+        # sys.path, and the user's own json.py or random.py there must not replace the standard library's.
+        import subprocess
+        r, w = os.pipe()
+        try:
+            proc = subprocess.Popen(
+                [sys.executable, "-m", "haiprof.runtime.sidecar", str(run_dir.path), str(pid), str(interval_s),
+                 str(snapshot_s), STOP_BYTE],
+                stdin=r, stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL, close_fds=True,
+                cwd=str(run_dir.path))
+        except BaseException:
+            os.close(w)
+            raise
+        finally:
+            os.close(r)
+        return cls(proc, w)
+
+    def check(self) -> bool:
+        """Whether our end of the pipe is still ours; once lost it is abandoned (the number is the script's)."""
+        if not self.pipe_lost and self.fd >= 0 and self._identity() != self._id:
+            self.pipe_lost = True
+        return not self.pipe_lost
+
+    def stop(self) -> None:
+        import subprocess
+        if self.check() and self.fd >= 0:
+            try:
+                os.write(self.fd, b"q")   # the stop byte: an end of file alone may be the script's doing
+            except OSError:   # the sampler has ended already
+                pass
+            os.close(self.fd)
+        elif self.pipe_lost:
+            try:
+                self.proc.terminate()
+            except OSError:
+                pass
+        self.fd = -1
+        try:
+            self.proc.wait(timeout=1.0)
+        except subprocess.TimeoutExpired:
+            self.proc.kill()
+            try:
+                self.proc.wait(timeout=1.0)
+            except subprocess.TimeoutExpired:
+                pass
+
+
 def main(argv: list[str]) -> int:
     run_dir, pid, interval = RunDir(argv[0]), int(argv[1]), float(argv[2])
     snapshot_s = float(argv[3]) if len(argv) > 3 else 0.0
+    stop_byte = len(argv) > 4 and argv[4] == STOP_BYTE
     snapshots = Snapshots(run_dir, snapshot_s) if snapshot_s > 0 else None
     # Ctrl-C reaches the whole process group: the training process decides when we stop, via stdin.
     signal.signal(signal.SIGINT, signal.SIG_IGN)
+    # SIGTERM (the session's stop when the script closed our pipe): end the loop, not the process, so the
+    # snapshot child is stopped and its half-made files removed. The wakeup descriptor ends the wait at once.
+    wake_r, wake_w = os.pipe()
+    os.set_blocking(wake_w, False)
+    signal.set_wakeup_fd(wake_w)
+    signal.signal(signal.SIGTERM, lambda signum, frame: None)
     active = []
     for name, available, factory in _collectors(pid):
         ok, reason = available()
@@ -112,7 +190,7 @@ def main(argv: list[str]) -> int:
         run_dir.record_status(name, ok, reason)
     rng = random.Random(pid)
     try:
-        _loop(active, pid, interval, rng, snapshots, run_dir)
+        _loop(active, pid, interval, rng, snapshots, run_dir, wake_r, stop_byte)
     finally:
         if snapshots is not None:
             snapshots.stop()
@@ -121,7 +199,9 @@ def main(argv: list[str]) -> int:
     return 0
 
 
-def _loop(active: list, pid: int, interval: float, rng, snapshots, run_dir) -> None:
+def _loop(active: list, pid: int, interval: float, rng, snapshots, run_dir, wake_fd: int = -1,
+          stop_byte: bool = False) -> None:
+    watch = [0] + ([wake_fd] if wake_fd >= 0 else [])
     while (active or snapshots is not None) and _alive(pid):
         if snapshots is not None:
             snapshots.poll()
@@ -140,9 +220,13 @@ def _loop(active: list, pid: int, interval: float, rng, snapshots, run_dir) -> N
             f.write(json.dumps(rec, separators=(",", ":")) + "\n")
             f.flush()
         wait = interval * rng.uniform(0.8, 1.2)
-        readable, _, _ = select.select([sys.stdin], [], [], wait)
-        if readable and not os.read(sys.stdin.fileno(), 1):
-            break  # stdin closed: the session is finishing
+        readable, _, _ = select.select(watch, [], [], wait)
+        if wake_fd in readable:
+            break  # SIGTERM
+        if 0 in readable:
+            if os.read(0, 1) or not stop_byte:
+                break  # the stop byte, or (without stop-byte) stdin closed: the session is finishing
+            watch.remove(0)   # the script closed our pipe: go on until SIGTERM or the training process ends
 
 
 if __name__ == "__main__":
