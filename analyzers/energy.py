@@ -83,7 +83,9 @@ PER_STEP_POINTS = 2000   # the energy-per-step series: bucket means beyond this 
 
 
 def summarize(steps, steady, intervals, sources: dict[str, list]) -> dict:
-    """sources: name -> segments. Returns the summary.json "energy" block (available False with a reason)."""
+    """sources: name -> segments. Returns the summary.json "energy" block (available False with a reason).
+    Every figure in it, the per-step series the report charts included, is over the same steps: the steady
+    steps a power sample covered ("steps"), so the chart's bars add up to the text's joules."""
     sources = {k: v for k, v in sources.items() if v}
     if not sources:
         return {"available": False}
@@ -101,7 +103,7 @@ def summarize(steps, steady, intervals, sources: dict[str, list]) -> dict:
     by_phase = dict(zip(ALL_PHASES, per["phases"][chosen].sum(axis=0).tolist()))
     by_source = {}
     for name, segs in sources.items():
-        by_source[name] = {"joules": float(integrate(steady, intervals, segs)["joules"].sum()),
+        by_source[name] = {"joules": float(integrate(steps, intervals, segs)["joules"][chosen].sum()),
                            "mean_watts": statistics.fmean(w for _, _, w in segs)}
     waiting = by_phase["dataloader"] + by_phase["h2d"]
     coverage = float(per["covered_ns"][chosen].sum()) / max(1, int(per["duration_ns"][chosen].sum()))
@@ -113,7 +115,7 @@ def summarize(steps, steady, intervals, sources: dict[str, list]) -> dict:
         "phase_share": {ph: (v / total if total > 0 else 0.0) for ph, v in by_phase.items()},
         "waiting_for_input_share": waiting / total if total > 0 else 0.0,
         "coverage": coverage,
-        "per_step": _series(per["index"], per["joules"]),
+        "per_step": _series(per["index"][chosen], joules),
     }
 
 

@@ -135,15 +135,17 @@ def _energy(d, figs, missing) -> str:
     en = d.summary.get("energy") or {}
     if not en.get("available"):   # its reason is the GPU and RAPL collectors' own, in Collectors
         return _missing(missing, "energy (no power source)")
+    # the series and the text below are one computation (analyzers/energy.summarize): the same steady steps
     per = d.timelines.get("hardware", {}).get("energy_per_step", [])
-    xs, ys = charts.thin([p["index"] for p in per], [p["joules"] for p in per])   # long runs: bucket means
-    figs["hw-energy"] = {"data": [{"type": "bar", "x": xs, "y": ys, "name": "J/step"}],
-                         "layout": charts._layout("Energy per step" + ("" if len(xs) == len(per) and not any(
-                                                  p.get("steps", 1) > 1 for p in per) else
-                                                  " (mean per bucket of steps)"), "J",
+    bucketed = any(p.get("steps", 1) > 1 for p in per)
+    figs["hw-energy"] = {"data": [{"type": "bar", "x": [p["index"] for p in per], "y": [p["joules"] for p in per],
+                                   "name": "J/step"}],
+                         "layout": charts._layout(f"Energy per steady step ({en['steps']} steps"
+                                                  + ("; mean per bucket of steps)" if bucketed else ")"), "J",
                                                   xaxis={"title": {"text": "step"}, "exponentformat": "none"})}
     shares = ", ".join(f"{k} {100 * v:.0f}%" for k, v in en["phase_share"].items() if v > 0.005)
-    facts = (f"{en['joules_total']:.1f} J over {en['steps']} steps, median {en['joules_per_step_median']:.2f} J/step; "
+    facts = (f"{en['joules_total']:.1f} J over {en['steps']} steady steps (warm-up and traced steps left out), "
+             f"median {en['joules_per_step_median']:.2f} J/step; "
              f"{100 * en['waiting_for_input_share']:.0f}% spent waiting for input; by phase: {shares}")
     return _panel("energy", "Energy", f"<p>{esc(facts)}</p><div class='chart' id='fig-hw-energy'></div>")
 
