@@ -13,7 +13,10 @@ vectorised passes. Each finding carries its evidence; a steady run gets none of 
     cause is the phase that holds the extra time, and whether a new DataLoader iterator began in that step
     (an epoch start).
   * memory creep: a memory series (host RSS of the process tree, device memory allocated) that grows steadily:
-    the same chunk-median trend, by at least CREEP_MIN_FRACTION and CREEP_MIN_BYTES over the run.
+    the same chunk-median trend, by at least CREEP_MIN_FRACTION and CREEP_MIN_BYTES over the run, over as many
+    steady steps as a drift needs (MIN_TREND_STEPS), on a line (LINEAR_FIT: one allocation is a jump, not a leak)
+    and still growing in the run's second half (LATE_RATE: start-up allocation, such as a model loading its
+    weights or the allocator warming its pools, stops; a leak keeps its rate).
 """
 from __future__ import annotations
 
@@ -31,6 +34,7 @@ PERIOD_AGREE = 0.6            # that share of the intervals between stalls must 
 CREEP_MIN_FRACTION = 0.10
 CREEP_MIN_BYTES = 64 << 20
 MIN_CREEP_SAMPLES = 10
+LATE_RATE = 0.5               # the second half's own growth rate, against the whole run's: below it the rise stopped
 
 
 def _pct(x: float) -> str:
@@ -196,18 +200,31 @@ def _stall_cause(idx: np.ndarray, phases_ns: dict | None, new_loader: np.ndarray
     return f"the extra time is {what} (+{excess[top] * 1e3:.3g} ms a stall)", per_phase
 
 
-def memory_creep(t_ns: np.ndarray, values: np.ndarray, what: str) -> dict | None:
-    """A memory series that grows steadily over the run (a leak: tensors kept in a list, a growing cache)."""
+def _late_slope(medians: np.ndarray) -> float:
+    """Slope of the line through the second half of the chunk medians, in the same units as end - start."""
+    n = len(medians)
+    x = (np.arange(n, dtype=float) + 0.5) / n
+    return float(np.polyfit(x[n // 2:], medians[n // 2:], 1)[0])
+
+
+def memory_creep(t_ns: np.ndarray, values: np.ndarray, what: str, steps: int | None = None) -> dict | None:
+    """A memory series that grows steadily over the run (a leak: tensors kept in a list, a growing cache).
+    `steps`: the steady steps the series covers (None: not known); a trend needs MIN_TREND_STEPS of them."""
     v = np.asarray(values, dtype=float)
     t = np.asarray(t_ns, dtype=float)
-    if len(v) < MIN_CREEP_SAMPLES:
-        return None
+    if len(v) < MIN_CREEP_SAMPLES or (steps is not None and steps < MIN_TREND_STEPS):
+        return None   # a few steps are the start-up, whatever their length: no rate per hour from them
     tr = chunk_trend(v, min(TREND_CHUNKS, len(v) // 2))
     if tr is None:
         return None
     grown = tr["end"] - tr["start"]
     if grown < CREEP_MIN_BYTES or tr["start"] <= 0 or grown / tr["start"] < CREEP_MIN_FRACTION \
             or tr["monotone"] < MONOTONE:
+        return None
+    # A leak grows at a rate: one allocation (a cache built once, a graph captured) is a jump off the line, and a
+    # rise that stops (weights loaded, allocator pools warmed) has no late growth; neither is a leak.
+    late = _late_slope(tr["medians"])
+    if tr["r2"] < LINEAR_FIT or late < LATE_RATE * grown:
         return None
     span_s = (t[-1] - t[0]) / 1e9 if len(t) > 1 else 0.0
     rate = grown / span_s if span_s > 0 else 0.0
@@ -219,8 +236,11 @@ def memory_creep(t_ns: np.ndarray, values: np.ndarray, what: str) -> dict | None
                     f"{span_s:.0f} s ({per_hour / 2**30:.2f} GiB per hour at this rate): a leak, such as losses or "
                     "outputs kept with their graph, or a cache that never evicts"),
         "evidence": {"series": what, "start_bytes": tr["start"], "end_bytes": tr["end"], "seconds": span_s,
-                     "bytes_per_s": rate, "samples": int(len(v)), "rank_correlation": tr["monotone"],
-                     "thresholds": {"fraction": CREEP_MIN_FRACTION, "bytes": CREEP_MIN_BYTES}},
+                     "bytes_per_s": rate, "samples": int(len(v)), "steps": steps,
+                     "rank_correlation": tr["monotone"],
+                     "linear_fit_r2": tr["r2"], "late_growth_ratio": late / grown,
+                     "thresholds": {"fraction": CREEP_MIN_FRACTION, "bytes": CREEP_MIN_BYTES,
+                                    "steps": MIN_TREND_STEPS, "linear_fit": LINEAR_FIT, "late_rate": LATE_RATE}},
         "fixes": [],
     }
 

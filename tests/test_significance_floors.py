@@ -52,3 +52,46 @@ def test_recorded_runs_blame_no_checkpoint_on_the_trace_export(gpu_reports, name
     notes = [n for row in load_summary(d)["slowest_steps"] for n in row["notes"]]
     assert not any("checkpoint" in n for n in notes), notes
     assert any("haiprof's own export of its op-level trace" in n for n in notes), notes
+
+
+# -- 2. a memory rise over the start-up is no leak -------------------------------------------------------------
+
+def _whole_run(n_steps, step_s, rss):
+    """whole_run.analyze over `n_steps` steady steps of `step_s` each, host RSS sampled every 0.5 s by rss(t_s)."""
+    from haiprof.analyzers.step_columns import Step
+    ns = int(step_s * 1e9)
+    steps = [Step(i + 3, i * ns, (i + 1) * ns, {"forward": ns}) for i in range(n_steps)]
+    t = np.arange(0, n_steps * ns, int(0.5e9))
+    system = [{"t_ns": int(x), "rss_bytes": int(rss(x / 1e9))} for x in t]
+    return [f for f in whole_run.analyze(steps, [], {"system": system})["findings"] if f["kind"] == "memory-creep"]
+
+
+GIB = 2**30
+
+
+def test_a_rise_over_twelve_steps_is_no_leak():
+    # 12 steps of 6.3 s: the model loads its weights, 1.5 -> 1.73 GiB (the issue's "10.91 GiB per hour")
+    assert _whole_run(12, 6.3, lambda t: 1.5 * GIB + 0.23 * GIB * t / 76) == []
+
+
+def test_a_rise_that_stops_is_start_up_allocation_not_a_leak():
+    # 400 steps over 200 s; RSS grows 1 GiB over the first 60 s (weights, allocator pools), then holds
+    assert _whole_run(400, 0.5, lambda t: 2 * GIB + GIB * min(t, 60.0) / 60) == []
+
+
+def test_one_late_allocation_is_a_jump_not_a_leak():
+    # recorded launch_auto's shape: flat, then a cache built once in the run's last tenth
+    assert _whole_run(300, 0.1, lambda t: 1.7 * GIB + 0.01 * GIB * t + (6 * GIB if t > 27 else 0)) == []
+
+
+def test_a_leak_that_keeps_its_rate_is_found():
+    found = _whole_run(400, 0.5, lambda t: 2 * GIB + 5e6 * t)
+    assert len(found) == 1 and found[0]["evidence"]["steps"] == 400
+    assert found[0]["evidence"]["bytes_per_s"] == pytest.approx(5e6, rel=0.1)
+
+
+def test_recorded_launch_auto_has_no_leak(gpu_reports):
+    """launch_auto (299 steady steps, 6 s): host RSS flat at 1.7 GiB, then +5.9 GiB at once near the end."""
+    d, r = gpu_reports(["launch_auto"])["launch_auto"]
+    assert r.returncode == 0, r.stderr
+    assert not [f["message"] for f in load_summary(d)["findings"] if f["kind"] == "memory-creep"]

@@ -55,14 +55,15 @@ def analyze(steady: list, records: list, samples: dict) -> dict:
     system = [s for s in samples.get("system", []) if lo <= s.get("t_ns", -1) <= hi and "rss_bytes" in s]
     if system:
         creep = long_run.memory_creep(np.array([s["t_ns"] for s in system]),
-                                      np.array([s["rss_bytes"] for s in system]), "host memory (RSS of the process tree)")
+                                      np.array([s["rss_bytes"] for s in system]),
+                                      "host memory (RSS of the process tree)", steps=len(a["duration"]))
         if creep is not None:
             out["findings"].append(creep)
     mem = [(int(r[1]), r[3]) for r in records if isinstance(r, list) and len(r) >= 4 and r[0] == MEM_MARK
            and lo <= r[1] <= hi]
     if mem:
         creep = long_run.memory_creep(np.array([t for t, _ in mem]), np.array([v for _, v in mem]),
-                                      "device memory allocated")
+                                      "device memory allocated", steps=len(a["duration"]))
         if creep is not None:
             out["findings"].append(creep)
     notes: dict = {}
