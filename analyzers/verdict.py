@@ -97,6 +97,29 @@ def phase_findings(share: dict, steps: int, median_s, steady_s=None) -> list[dic
     return findings
 
 
+def split_host_compute(findings: list[dict]) -> None:
+    """On the host clock the framework overhead a trace measures (the launch finding: dispatching tiny ops and the
+    Python between them) runs inside the forward/backward/optimizer phases that the compute finding counts. Quoted
+    side by side they would add past 100% of the step, so the compute finding keeps the rest: one partition."""
+    launch = next((f for f in findings if f.get("kind") == "launch"
+                   and (f.get("evidence") or {}).get("timeline") != "device"), None)
+    compute = next((f for f in findings if f.get("kind") == "compute"
+                    and (f.get("evidence") or {}).get("timeline") != "device"), None)
+    if launch is None or compute is None:
+        return
+    phases, overhead = compute.get("share", 0.0), min(launch.get("share", 0.0), compute.get("share", 0.0))
+    rest = phases - overhead
+    compute["share"] = rest
+    compute["evidence"] = {**(compute.get("evidence") or {}), "phases_share": phases,
+                           "framework_overhead_share": overhead}
+    compute["message"] = (f"{_pct(rest)} of step time is the ops' own compute: the forward/backward/optimizer "
+                          f"phases take {_pct(phases)}, of which framework overhead (the launch finding) is "
+                          f"{_pct(overhead)}" + (f" ({compute['message'].split(' (', 1)[1]}"
+                                                 if " (" in compute["message"] else ""))
+    if rest < T.COMPUTE_DOMINANT:
+        compute["severity"] = "moderate" if rest >= T.COMPUTE_DOMINANT / 2 else "low"
+
+
 BOUND_KINDS = ("io", "compute", "launch", "communication")
 _SEVERITY = {"info": 0, "low": 1, "moderate": 2, "high": 3}
 

@@ -122,6 +122,8 @@ def analyze(run_dir: RunDir, extra_findings: list | None = None) -> RunData:
     gpu = gpu_analysis.analyze(run_dir, records, all_steps, hw["summary"]["hardware"], op_trace)
     findings += gpu["findings"]
     decide = verdict.decide_device if device is not None else verdict.decide
+    if device is None:
+        verdict.split_host_compute(findings)   # the trace's framework overhead is inside the compute phases
     # fewer than MIN_STEPS *measured* steps (after warm-up; the tracing window's steps are measured, only slowed)
     # conclude nothing; a trace (`haiprof analyze`) holds only its profiled steps, all of them measured
     measured = n if trace and not meta.get("steps_from_run") else min(n, len(steady) + traced_excluded)

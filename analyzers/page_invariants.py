@@ -1,0 +1,99 @@
+"""What a report page must never say, checked on the analysed run (summary.json) and its page (report.html).
+Pure: data in, violations out; tests/test_page_invariants.py runs it on every recording and example it has, and
+benchmarks/page_audit.py prints every violation on any set of run directories.
+
+Each rule is a sentence a user would hold the page to:
+  - the headline is one sentence: the verdict's share of the steady step, in ms of that same step, and what its
+    first fix can remove; "X ms of it (Y%)" is Y% of the step it names
+  - shares quoted together come from one partition: the bound classes on one clock add up to at most 100%
+  - no fix is offered anywhere (headline, findings, "do this next") for what the script already does
+  - a run with no GPU in it never speaks of a GPU in its verdict, findings or actions
+  - phase_share is a partition (sums to 1)
+"""
+from __future__ import annotations
+
+import re
+
+BOUND = ("io", "compute", "launch", "communication")
+TOLERANCE = 0.011          # shares are rounded to whole percent on the page: 1 point each way
+MS_TOLERANCE = 0.06        # ms figures are printed with one decimal
+
+
+def _clock(f: dict) -> str:
+    return "device" if (f.get("evidence") or {}).get("timeline") == "device" else "host"
+
+
+def _headline(s: dict) -> list[str]:
+    out = []
+    head = s.get("headline") or ""
+    if s.get("bottleneck") in (None, "none") or s.get("distributed"):
+        return out
+    first = head.split(" The model ran on the CPU")[0].split(" Measured on a busy machine")[0]
+    if first.count(". ") or not first.endswith("."):
+        out.append(f"headline: more than one sentence: {first!r}")
+    steady = (s.get("step_time_s") or {}).get("steady")
+    m = re.search(r"of the ([\d.]+) ms step", first)
+    if steady and not (m and abs(float(m.group(1)) - steady * 1e3) <= MS_TOLERANCE):
+        out.append(f"headline: the step it names ({m.group(1) if m else 'none'} ms) is not the steady step "
+                   f"({steady * 1e3:.1f} ms)")
+    gain = re.search(r"([\d.]+) ms of it \((\d+)%\)", first)
+    if gain and m:
+        ms, pct = float(gain.group(1)), int(gain.group(2))
+        if abs(ms - pct / 100 * float(m.group(1))) > 0.006 * float(m.group(1)) + MS_TOLERANCE:
+            out.append(f"headline: {ms} ms is not {pct}% of the {m.group(1)} ms step")
+    return out
+
+
+def _partition(s: dict) -> list[str]:
+    out = []
+    share = s.get("phase_share") or {}
+    if share and abs(sum(share.values()) - 1.0) > 0.01:
+        out.append(f"phase_share sums to {sum(share.values()):.3f}")
+    by_clock: dict = {}
+    for f in s.get("findings") or []:
+        if f.get("kind") in BOUND:
+            by_clock.setdefault(_clock(f), []).append(f)
+    for clock, fs in by_clock.items():
+        total = sum(f.get("share", 0.0) for f in fs)
+        if total > 1.0 + TOLERANCE:
+            parts = ", ".join(f"{f['kind']} {100 * f.get('share', 0):.0f}%" for f in fs)
+            out.append(f"findings on the {clock} clock add up to {100 * total:.0f}% of the step ({parts})")
+    return out
+
+
+def _left_out(s: dict, html: str | None) -> list[str]:
+    out = []
+    gone = set(s.get("advice_left_out") or {})
+    for f in s.get("findings") or []:
+        bad = gone & set(f.get("fixes") or [])
+        if bad:
+            out.append(f"finding {f['kind']} offers {sorted(bad)}, which the script already does or this run applied")
+    for a in s.get("next_steps") or []:
+        if a.get("fix") in gone:
+            out.append(f"'do this next' offers {a['fix']}, which is left out")
+    for x in gone:
+        if f"--fix {x} can" in (s.get("headline") or ""):
+            out.append(f"headline offers --fix {x}, which is left out")
+    if html and '<section id="findings">' in html:
+        box = html.split('<section id="findings">', 1)[1].split("</section>", 1)[0]
+        for x in gone:
+            if f"--fix {x}" in box:
+                out.append(f"the Findings box offers --fix {x}, which is left out")
+    return out
+
+
+def _no_gpu_words(s: dict, meta: dict) -> list[str]:
+    if s.get("device") or (meta or {}).get("gpus") or (s.get("gpu") or {}).get("top_kernels"):
+        return []
+    words = [("headline", s.get("headline") or "")]
+    # the "no-device" finding is the one that says there is no GPU activity: that is the point of it
+    words += [(f"finding {f['kind']}", f.get("message") or "") for f in s.get("findings") or []
+              if f.get("kind") != "no-device"]
+    words += [(f"action {a.get('fix')}", f"{a.get('title', '')} {a.get('reason', '')}") for a in s.get("next_steps") or []]
+    return [f"{where} speaks of a GPU on a run without one: {text[:120]!r}" for where, text in words
+            if re.search(r"\bGPU\b", text)]
+
+
+def check(summary: dict, meta: dict | None = None, html: str | None = None) -> list[str]:
+    """Every violation, one line each; [] when the page keeps every rule."""
+    return [*_headline(summary), *_partition(summary), *_left_out(summary, html), *_no_gpu_words(summary, meta or {})]
