@@ -27,6 +27,7 @@ from typing import Any, Iterable
 from ..errors import say
 from ..phasestore import PhaseColumns, read_chunks, read_columns
 from .appenders import ChunkAppender, JsonlAppender  # noqa: F401  (re-exported: importers use haiprof.rundir)
+from . import liveness
 
 SCHEMA_VERSION = 1
 PHASES = ("dataloader", "h2d", "forward", "backward", "optimizer", "allreduce")
@@ -82,7 +83,7 @@ META_TYPES = {
     "target_name": str, "host": str, "how": (str, type(None)), "error": (str, type(None)), "rank": int,
     "steps_limit": (int, type(None)), "argv": list, "target_argv": list, "haiprof_argv": list, "gpus": list,
     "python": str, "torch": str, "cpu_model": str, "haiprof_version": str, "overhead_s": dict, "conditions": dict,
-    "cpu_wait_share": (*_NUM, type(None)),
+    "cpu_wait_share": (*_NUM, type(None)), "pid_start": int,
 }
 
 
@@ -238,6 +239,8 @@ class RunDir:
     @classmethod
     def open(cls, path: str | os.PathLike) -> "RunDir":
         p = Path(path)
+        if p.exists() and not p.is_dir():
+            raise NotARunDir(f"{path}: not a run directory (a file; give the directory `haiprof run` wrote)")
         if not p.is_dir():
             raise NotARunDir(f"{path}: no such directory")
         if not (p / META).is_file():
@@ -259,12 +262,9 @@ class RunDir:
         if meta.get("end_time") is not None or meta.get("exit_code") is not None:
             return False, "the run has ended"
         if meta.get("host") == socket.gethostname() and isinstance(meta.get("pid"), int):
-            try:
-                os.kill(meta["pid"], 0)
-            except ProcessLookupError:
-                return False, f"its process {meta['pid']} is gone (killed?)"
-            except PermissionError:
-                pass
+            why = liveness.gone(meta)   # the pid, and the process's start time (a reused pid is not the run)
+            if why:
+                return False, why
         return True, ""
 
     # -- meta -----------------------------------------------------------------------------------------
@@ -282,7 +282,7 @@ class RunDir:
         return meta
 
     def write_meta(self, meta: dict) -> None:
-        write_json_atomic(self.path / META, meta)
+        write_json_atomic(self.path / META, liveness.stamp(meta))   # the writer's start time beside its pid
 
     def update_meta(self, **fields: Any) -> dict:
         meta = self.read_meta()
