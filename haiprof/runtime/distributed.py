@@ -6,9 +6,10 @@ Two forms, neither needs a code change:
     haiprof run [--out DIR] -- torchrun [TORCHRUN OPTIONS] SCRIPT [ARGS…]     (or python -m torch.distributed.run)
 
 Both become one torchrun argument list, parsed by torchrun's own parser (so every torchrun option means what it
-means there). The training target is replaced by the per-rank entry point `-m haiprof.runtime.worker … -- SCRIPT ARGS`
-and the job is started with torch.distributed.run's elastic launch in this process, which also tells us each
-failed rank's exit code. Afterwards the ranks' directories are merged into one report (analysis/ranks.py).
+means there). The training target is replaced by the per-rank entry point `WORKER_FILE … -- SCRIPT ARGS` (a file
+that runs haiprof.runtime.worker; rank_entry/haiprof_rank.py says why a file) and the job is started with
+torch.distributed.run's elastic launch in this process, which also tells us each failed rank's exit code.
+Afterwards the ranks' directories are merged into one report (analysis/ranks.py).
 """
 from __future__ import annotations
 
@@ -35,6 +36,9 @@ LAUNCH_OPTIONS = (
 )
 LAUNCHER_NAMES = ("torchrun",)
 LAUNCHER_MODULES = ("torch.distributed.run",)
+WORKER_MODULE = "haiprof.runtime.worker"
+# Started as a script, alone in its folder: haiprof and torch import with no folder of the user's on sys.path
+WORKER_FILE = Path(__file__).resolve().parent / "rank_entry" / "haiprof_rank.py"
 
 
 def add_options(parser) -> None:
@@ -103,8 +107,11 @@ def rewrite(argv: list[str], run_dir: Path, steps, sample_interval: float, trace
             raise _user_error("--fix auto is not supported for distributed jobs yet: name the fixes "
                               "(e.g. --fix compress,bucket)")
         ours += ["--fix", fix]
-    args.module, args.run_path = True, False
-    args.training_script = "haiprof.runtime.worker"
+    args.run_path = False
+    if WORKER_FILE.is_file():
+        args.module, args.training_script = False, str(WORKER_FILE)
+    else:   # haiprof imported from an archive: no file to start, the module form still runs
+        args.module, args.training_script = True, WORKER_MODULE
     args.training_script_args = [*ours, "--", *user]
     return args, user
 

@@ -2,7 +2,9 @@
 
     python -m haiprof.runtime.worker --run-dir DIR [--steps N] [--sample-interval S] -- (SCRIPT | -m MODULE) [ARGS...]
 
-It runs the target exactly as `haiprof run` runs a single process (same sys.argv, __main__, exit code) under the
+torchrun starts it through rank_entry/haiprof_rank.py, a file alone in its folder, so that haiprof and torch import
+with no folder of the user's on sys.path (`-m` would put the current directory first); the module form above still
+works. It runs the target exactly as `haiprof run` runs a single process (same sys.argv, __main__, exit code) under the
 phase collector, the DDP gradient-sync observer and the side sampler, into DIR/rank-<RANK>/ (meta.json carries
 host, node rank, local rank, world size). At the end the rank analyses its own directory here, on its own node
 (analysis/rank_digest.py), and its digest goes to rank 0 (rank_gather). DataLoader
