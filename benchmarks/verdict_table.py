@@ -59,8 +59,8 @@ def row(name: str, source: str, summary: dict) -> dict:
     return {"name": name, "source": source, "verdict": summary["bottleneck"],
             "severity": verdict.get("severity", "-") if summary["bottleneck"] != "none" else "-",
             "first_action": first.get("fix") or "-", "first_action_kind": first.get("kind") or "-",
-            "left_out": ", ".join(x for x in verdict.get("fixes") or [] if x in (summary.get("advice_left_out") or {}))
-            or "-",
+            # the finding no longer offers them: they sit in its evidence, with the reason
+            "left_out": ", ".join((verdict.get("evidence") or {}).get("fixes_left_out") or {}) or "-",
             "step_ms": round(step * 1e3, 2) if step else None,
             "removable_ms": {k: (round(v, 1) if v is not None else None) for k, v in _removable_ms(summary).items()}}
 
