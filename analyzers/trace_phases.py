@@ -6,7 +6,9 @@ exactly as it does for `haiprof run`:
   dataloader      enumerate(DataLoader)#... annotations
   forward         from the step start to the first backward event (or Optimizer.step) of the step; nested
                   phases win; "## forward ##"-style annotations where a training loop adds them
-  backward        first to last autograd::engine::evaluate_function event of the step
+  backward        first to last autograd graph node of the step (AUTOGRAD_NODE: today's evaluate_function
+                  wrapper, or the bare node of PyTorch 1.8/1.9 traces); on the device, what the autograd engine's
+                  own thread launched
   optimizer       Optimizer.step#... / Optimizer.zero_grad#... annotations
   allreduce       on the device, communication kernels not hidden by compute; in GPU-less traces host
                   collectives (gloo:/c10d::/nccl: ops: there they block the host)
@@ -14,6 +16,8 @@ exactly as it does for `haiprof run`:
 Device intervals carry the "gpu:" prefix: steps.py then takes those phases from the device timeline.
 """
 from __future__ import annotations
+
+import re
 
 import numpy as np
 
@@ -26,15 +30,24 @@ OPTIMIZER_PREFIXES = ("Optimizer.step#", "Optimizer.zero_grad#", "## optimizer #
 FORWARD_PREFIXES = ("## forward ##",)       # explicit annotations some training loops add
 BACKWARD_ANNOTATIONS = ("## backward ##",)
 BACKWARD_PREFIX = "autograd::engine::evaluate_function"
+# An autograd graph node, known by its name. Today's traces wrap each node in an evaluate_function event; PyTorch
+# 1.8/1.9 recorded the node alone ("CudnnConvolutionBackward", "ReluBackward1"; "MmBackward0" today). A custom
+# Function's node is "<Class>Backward"; the engine's own are "torch::autograd::AccumulateGrad", "CppNode<...>".
+# Only the autograd engine runs nodes: none is forward work, whatever thread runs it.
+AUTOGRAD_NODE = re.compile(rf"^(?:{re.escape(BACKWARD_PREFIX)}|torch::autograd::)|Backward\d*$")
 HOST_COLLECTIVE_PREFIXES = ("gloo:", "c10d::", "nccl:", "record_param_comms")
 HOST_CATS = ("cpu_op", "user_annotation")
 
 
-def _host_intervals(ev, prefixes) -> list[tuple[float, float]]:
-    cats = ev["cat"].isin(HOST_CATS).to_numpy()
+def _host_mask(ev, prefixes=(), pattern=None) -> np.ndarray:
+    """Host events whose name starts with one of `prefixes` or matches `pattern`."""
     names = ev["name"]
-    hit = {c for c in names.cat.categories if c.startswith(prefixes)}
-    m = cats & names.isin(hit).to_numpy() & ev["dur_us"].notna().to_numpy()
+    hit = {c for c in names.cat.categories if c.startswith(prefixes) or (pattern and pattern.search(c))}
+    return ev["cat"].isin(HOST_CATS).to_numpy() & names.isin(hit).to_numpy()
+
+
+def _host_intervals(ev, prefixes=(), pattern=None) -> list[tuple[float, float]]:
+    m = _host_mask(ev, prefixes, pattern) & ev["dur_us"].notna().to_numpy()
     ts = ev["ts_us"].to_numpy()[m]
     return sorted(zip(ts, ts + ev["dur_us"].to_numpy()[m]))
 
@@ -80,7 +93,7 @@ def phase_records(td, dev=None) -> tuple[list, dict]:
         return int(round((t - t0) * 1000))
 
     recs = []
-    backward = _host_intervals(ev, (BACKWARD_PREFIX,))
+    backward = _host_intervals(ev, pattern=AUTOGRAD_NODE)
     optim = _host_intervals(ev, OPTIMIZER_PREFIXES)
     phases = [("dataloader", _host_intervals(ev, (DATALOADER_PREFIX,))), ("optimizer", optim),
               ("forward", _host_intervals(ev, FORWARD_PREFIXES)), ("backward", _host_intervals(ev, BACKWARD_ANNOTATIONS))]
@@ -112,13 +125,12 @@ def phase_records(td, dev=None) -> tuple[list, dict]:
 
 
 def _autograd_threads(ev) -> set:
-    """Threads of the autograd engine: they run evaluate_function events and no ProfilerStep (not the main
-    thread, which runs backward itself on CPU)."""
+    """Threads of the autograd engine: they run autograd nodes and no ProfilerStep (not the main thread, which
+    runs backward itself on CPU)."""
     if "tid" not in ev:
         return set()
-    names = ev["name"].astype(str)
-    engine = set(ev["tid"][names.str.startswith(BACKWARD_PREFIX)].tolist())
-    main = set(ev["tid"][names.str.startswith(STEP_PREFIX)].tolist())
+    engine = set(ev["tid"][_host_mask(ev, pattern=AUTOGRAD_NODE)].tolist())
+    main = set(ev["tid"][ev["name"].astype(str).str.startswith(STEP_PREFIX)].tolist())
     return engine - main
 
 
