@@ -2,6 +2,7 @@
 
 - `install_h2d`: Tensor.to / Tensor.cuda wrapped, so a host-to-device copy is an "h2d" span (on the training
   thread, for every Tensor.to: the common cases leave after one attribute read and a type check);
+- `final_grad`: whether an autograd.grad call ends a step (it then marks one, as a backward pass does);
 - `watch_optimizers`: Optimizer.__init__ wrapped, so the recorder knows the script built an optimizer (its steps
   are then the training steps, not its backward passes);
 - `hide_hooks_from_copies`: the recorder's hooks on the user's root modules left out of copies of the modules.
@@ -14,6 +15,13 @@ import functools
 from typing import Callable
 
 _HOOK_DICTS = ("_forward_pre_hooks", "_forward_hooks", "_forward_hooks_always_called")
+
+
+def final_grad(args, kwargs) -> bool:
+    """A torch.autograd.grad(outputs, inputs, grad_outputs, retain_graph, create_graph, ...) call that builds no
+    graph of its own: the gradients a step ends with. One with create_graph (a gradient penalty, a meta-learning
+    inner loop) is inside a step, not its end."""
+    return not (kwargs["create_graph"] if "create_graph" in kwargs else len(args) > 4 and args[4])
 
 
 def hide_hooks_from_copies(hook_ids: set) -> Callable:

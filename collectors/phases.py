@@ -18,7 +18,7 @@ import weakref
 from typing import Callable
 
 from .loader_cpu import ThreadBusyClock
-from .phase_patches import hide_hooks_from_copies, install_h2d, watch_optimizers
+from .phase_patches import final_grad, hide_hooks_from_copies, install_h2d, watch_optimizers
 from .undo import undo_all
 
 STEP_MARK = "@step"
@@ -266,7 +266,7 @@ class PhaseRecorder:
         except Exception:
             self._mem_last = float("inf")   # counters unavailable (another allocator backend): stop asking
 
-    def _timed(self, phase: str, fn: Callable, mark: str | None = None) -> Callable:
+    def _timed(self, phase: str, fn: Callable, mark: str | None = None, marks_if=None) -> Callable:
         clock, append = self._clock, self._append
         gpu_begin, gpu_end = self._gpu_begin, self._gpu_end
         host_only = phase == "dataloader"  # waiting for a batch is host time by definition
@@ -310,7 +310,7 @@ class PhaseRecorder:
                 else:
                     append((phase, start, end))
                 gpu_end(phase, event)
-                if mark is not None:
+                if mark is not None and (marks_if is None or marks_if(args, kwargs)):
                     append((mark, end, end))
                     if mark == BACKWARD_MARK:
                         recorder._backward_done(end)
@@ -319,11 +319,11 @@ class PhaseRecorder:
         return wrapper
 
     # -- install / uninstall --------------------------------------------------------------------------
-    def _patch(self, owner, name: str, phase: str, mark: str | None = None) -> None:
+    def _patch(self, owner, name: str, phase: str, mark: str | None = None, marks_if=None) -> None:
         original = getattr(owner, name, None)
         if original is None or hasattr(original, "__haiprof_wrapped__"):
             return
-        setattr(owner, name, self._timed(phase, original, mark))
+        setattr(owner, name, self._timed(phase, original, mark, marks_if))
         self._undo.append(lambda: setattr(owner, name, original))
 
     def install(self) -> "PhaseRecorder":
@@ -351,7 +351,8 @@ class PhaseRecorder:
         watch_optimizers(torch.optim.Optimizer, self, self._undo)
         self._patch(dl_mod._BaseDataLoaderIter, "__next__", "dataloader")
         self._patch(torch.autograd, "backward", "backward", BACKWARD_MARK)
-        self._patch(torch.autograd, "grad", "backward")
+        # autograd.grad is a backward pass too (loops that set .grad themselves, or update by hand)
+        self._patch(torch.autograd, "grad", "backward", BACKWARD_MARK, marks_if=final_grad)
         self._patch(torch.optim.Optimizer, "zero_grad", "optimizer")
         self._patch(torch.nn.Module, "zero_grad", "optimizer")
         if torch.distributed.is_available():
