@@ -4,7 +4,7 @@ benchmarks/page_audit.py prints every violation on any set of run directories.
 
 Each rule is a sentence a user would hold the page to:
   - the headline is one sentence: the verdict's share of the steady step, in ms of that same step, and what its
-    first fix can remove; "X ms of it (Y%)" is Y% of the step it names
+    first fix can remove; "X ms of it (Y%)" is Y% of the step it names; that fix is the first action
   - shares quoted together come from one partition: the bound classes on one clock add up to at most 100%
   - no fix is offered anywhere (headline, findings, "do this next") for what the script already does
   - a run with no GPU in it never speaks of a GPU in its verdict, findings or actions
@@ -36,6 +36,10 @@ def _headline(s: dict) -> list[str]:
     if steady and not (m and abs(float(m.group(1)) - steady * 1e3) <= MS_TOLERANCE):
         out.append(f"headline: the step it names ({m.group(1) if m else 'none'} ms) is not the steady step "
                    f"({steady * 1e3:.1f} ms)")
+    offered = re.search(r"--fix (\S+) can remove", first)
+    action = ((s.get("next_steps") or [{}])[0]).get("fix")
+    if offered and action != offered.group(1):
+        out.append(f"headline offers --fix {offered.group(1)} but 'do this next' starts with {action}")
     gain = re.search(r"([\d.]+) ms of it \((\d+)%\)", first)
     if gain and m:
         ms, pct = float(gain.group(1)), int(gain.group(2))

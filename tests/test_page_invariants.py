@@ -58,6 +58,8 @@ def test_the_checker_passes_a_good_page_and_catches_each_violation():
     assert any("is not 80% of" in v for v in check(wrong_ms))
     over = _with(findings=[{**GOOD["findings"][0]}, {**GOOD["findings"][1], "share": 0.74}])
     assert any("add up to 154%" in v for v in check(over))
+    other_action = _with(next_steps=[{"fix": "amp", "title": "t", "reason": "r"}])
+    assert any("'do this next' starts with amp" in v for v in check(other_action))
     done = _with(advice_left_out={"amp": "the script already does it"})
     assert any("finding compute offers ['amp']" in v for v in check(done))
     cpu = _with(device=None, findings=[{**GOOD["findings"][0], "evidence": {}}])
