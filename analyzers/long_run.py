@@ -11,7 +11,11 @@ vectorised passes. Each finding carries its evidence; a steady run gets none of 
   * periodic stalls: steps longer than STALL_FACTOR x the median step (and STALL_MIN_NS longer) that recur at a
     regular interval, in steps (an epoch boundary, a checkpoint every N steps) or in seconds (a timer). Their
     cause is the phase that holds the extra time, and whether a new DataLoader iterator began in that step
-    (an epoch start).
+    (an epoch start). Stalls on adjacent steps are one occurrence (a slow stretch; at every step it is the step
+    itself), so a period is 2 steps or more, between MIN_STALLS occurrences; a step period takes +-1 step only
+    where that is within PERIOD_TOL (10 steps and more: at 2 it would admit any interval of 1 to 3), and a period
+    in seconds is read on the ordinary steps between occurrences, not on the stalls' own length (long stalls
+    close together are evenly spaced in time whatever their pattern).
   * memory creep: a memory series (host RSS of the process tree, device memory allocated) that grows steadily:
     the same chunk-median trend, by at least CREEP_MIN_FRACTION and CREEP_MIN_BYTES over the run, over as many
     steady steps as a drift needs (MIN_TREND_STEPS), on a line (LINEAR_FIT: one allocation is a jump, not a leak)
@@ -31,6 +35,7 @@ STALL_FACTOR = 2.0
 STALL_MIN_NS = 1_000_000      # and at least 1 ms longer than the median step: sub-ms jitter is no stall
 MIN_STALLS = 4                # a period needs four stalls (three intervals): two intervals agree by chance
 PERIOD_AGREE = 0.6            # that share of the intervals between stalls must be the same (+-1 step or +-10%)
+PERIOD_TOL = 0.10             # how far an interval may be off the period and still agree with it
 CREEP_MIN_FRACTION = 0.10
 CREEP_MIN_BYTES = 64 << 20
 MIN_CREEP_SAMPLES = 10
@@ -101,17 +106,25 @@ def drift(durations_ns: np.ndarray) -> dict | None:
     }
 
 
-def _period(values: np.ndarray, tolerance) -> tuple[float, float] | None:
-    """The interval most of `values` (intervals between stalls) agree on, and the share that agrees."""
+def _period(values: np.ndarray, tolerance, report: np.ndarray | None = None) -> tuple[float, float] | None:
+    """The interval most of `values` (intervals between stalls) agree on, and the share that agrees; `report`:
+    what to give as the period instead, the median of its entries where `values` agree (same order)."""
     if len(values) < MIN_STALLS - 1:
         return None
+    report = values if report is None else report
     best, agree = None, 0.0
     for candidate in np.unique(np.round(values, 6)):
         close = np.abs(values - candidate) <= tolerance(candidate)
         share = float(np.mean(close))
         if share > agree:
-            best, agree = float(np.median(values[close])), share
+            best, agree = float(np.median(report[close])), share
     return (best, agree) if best is not None and agree >= PERIOD_AGREE else None
+
+
+def _step_tolerance(period: float) -> float:
+    """A stall one step early or late agrees with a period of 10 steps or more (within PERIOD_TOL); below, the
+    period must be exact: a step's slack would make 2 agree with 1 and 3, so any dense slow steps."""
+    return 1.0 if period * PERIOD_TOL >= 1 else 0.0
 
 
 def periodic_stalls(durations_ns: np.ndarray, starts_ns: np.ndarray, phases_ns: dict | None = None,
@@ -139,10 +152,14 @@ def periodic_stalls(durations_ns: np.ndarray, starts_ns: np.ndarray, phases_ns: 
     by_steps = by_time = None
     for level in (0.0, 0.5, 0.25):
         idx = all_idx[excess_all >= level * excess_all.max()]
-        if len(idx) < MIN_STALLS:
+        # stalls on adjacent steps (in the run's numbering) are one occurrence, from its first step to its last
+        new = np.flatnonzero(np.r_[True, np.diff(step[idx]) > 1])
+        first_i, last_i = idx[new], idx[np.r_[new[1:] - 1, len(idx) - 1]]
+        if len(first_i) < MIN_STALLS:
             continue
-        by_steps = _period(np.diff(step[idx]).astype(float), lambda c: 1.0)
-        by_time = _period(np.diff(starts[idx]), lambda c: 0.10 * c)
+        by_steps = _period(np.diff(step[first_i]).astype(float), _step_tolerance)
+        between = starts[first_i[1:]] - (starts[last_i[:-1]] + d[last_i[:-1]])   # the ordinary steps' time
+        by_time = _period(between, lambda c: PERIOD_TOL * c, np.diff(starts[first_i]))
         if by_steps is not None or by_time is not None:
             break
     if by_steps is None and by_time is None:
@@ -169,7 +186,8 @@ def periodic_stalls(durations_ns: np.ndarray, starts_ns: np.ndarray, phases_ns: 
         "message": (f"a stall {every}: {len(idx)} steps took {_ms(float(np.median(d[idx])))} against a "
                     f"{_ms(median)} median step (+{_ms(float(np.median(excess)))} each, {_pct(share)} of all step "
                     f"time); {cause}"),
-        "evidence": {"stalls": int(len(idx)), "period_steps": by_steps[0] if by_steps else None,
+        "evidence": {"stalls": int(len(idx)), "occurrences": int(len(first_i)),
+                     "period_steps": by_steps[0] if by_steps else None,
                      "period_s": by_time[0] / 1e9 if by_time else None, "median_step_s": median / 1e9,
                      "median_stall_s": float(np.median(d[idx])) / 1e9, "share": share, "first_steps": first,
                      "excess_by_phase_s": per_phase, "profiler_own": own, "thresholds": {"factor": STALL_FACTOR,

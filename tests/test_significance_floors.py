@@ -95,3 +95,47 @@ def test_recorded_launch_auto_has_no_leak(gpu_reports):
     d, r = gpu_reports(["launch_auto"])["launch_auto"]
     assert r.returncode == 0, r.stderr
     assert not [f["message"] for f in load_summary(d)["findings"] if f["kind"] == "memory-creep"]
+
+
+# -- 3. a stall at every step is the step itself, not a periodic stall ---------------------------------------
+
+def _starts(d):
+    return np.concatenate([[0.0], np.cumsum(d)[:-1]])
+
+
+def test_a_slow_stretch_of_adjacent_steps_is_no_periodic_stall():
+    from haiprof.analyzers import long_run
+    d = 10 * MS * (1 + 0.05 * np.random.default_rng(0).standard_normal(600))
+    d[200:260] *= 3   # 60 slow steps in a row (a neighbour's burst): one occurrence, no period ("every 1 steps")
+    assert long_run.periodic_stalls(d, _starts(d)) is None
+
+
+def test_dense_irregular_stalls_have_no_period_in_steps_or_seconds():
+    """Recorded h2d_auto's shape: 100 ms DataLoader waits 1 to 6 steps apart on 4 ms steps. A step's slack made
+    "every 2 steps" of them, and the stalls' own length evenly spaced them in time ("every 0.118 s")."""
+    from haiprof.analyzers import long_run
+    rng = np.random.default_rng(0)
+    d = 4 * MS * (1 + 0.05 * rng.standard_normal(600))
+    i = int(rng.integers(1, 7))
+    while i < 600:
+        d[i] += 100 * MS * (1 + 0.1 * rng.standard_normal())
+        i += int(rng.integers(1, 7))
+    assert long_run.periodic_stalls(d, _starts(d)) is None
+
+
+def test_a_short_exact_period_is_still_found():
+    from haiprof.analyzers import long_run
+    d = 10 * MS * (1 + 0.05 * np.random.default_rng(0).standard_normal(600))
+    d[::3] += 30 * MS
+    f = long_run.periodic_stalls(d, _starts(d))
+    assert f and f["evidence"]["period_steps"] == 3 and f["message"].startswith("a stall every 3 steps")
+
+
+@pytest.mark.parametrize("name", ["h2d_auto", "h2d_p"])
+def test_recorded_prefetch_runs_stall_once_an_epoch(gpu_reports, name):
+    """gpu_h2d.py: 1024 images in batches of 128, so 8 steps an epoch; with DataLoader workers (--fix prefetch)
+    the epoch's first batch waits ~150-300 ms. Stalls in between are irregular: once "a stall every 2 steps"."""
+    d, r = gpu_reports([name])[name]
+    assert r.returncode == 0, r.stderr
+    stalls = [f for f in load_summary(d)["findings"] if f["kind"] == "periodic-stall"]
+    assert len(stalls) == 1 and stalls[0]["evidence"]["period_steps"] == 8, [f["message"] for f in stalls]
