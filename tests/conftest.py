@@ -79,11 +79,13 @@ def artifact(name: str) -> str:
 
 
 def teardown_cupti_probe(tmp_path, target) -> Path:
-    """A script that runs TARGET as __main__, then prints whether TEARDOWN_CUPTI is still set in its
-    environment (haiprof must leave the user's environment as it found it)."""
+    """A script that runs TARGET as __main__ and, at exit, prints whether TEARDOWN_CUPTI is still set in its
+    environment (haiprof must leave the user's environment as it found it once the run is over: during the run it
+    stays set on CUDA, since libkineto finishes the teardown on a later CUDA call and reads it then)."""
     script = tmp_path / "env_after.py"
-    script.write_text(f"import os, runpy\nrunpy.run_path({str(target)!r}, run_name='__main__')\n"
-                      "print('TEARDOWN', 'TEARDOWN_CUPTI' in os.environ)\n")
+    script.write_text(f"import atexit, os, runpy\n"
+                      "atexit.register(lambda: print('TEARDOWN', 'TEARDOWN_CUPTI' in os.environ, flush=True))\n"
+                      f"runpy.run_path({str(target)!r}, run_name='__main__')\n")
     return script
 
 
