@@ -15,7 +15,7 @@ from haiprof.analyzers.loss_guard import compare_losses
 from haiprof.analyzers.step_columns import split_columns
 from haiprof.analyzers.steps import build_steps
 
-from ..rundir import RunDir, iter_records
+from ..rundir import RunDir, iter_records, links
 
 FIXES_FILE = "fixes.json"
 LOSSES_FILE = "losses.json"
@@ -88,17 +88,20 @@ def add_fix_results(run_dir: RunDir, meta: dict, summary: dict) -> None:
     if not isinstance(fixes, dict):
         return
     results = fixes.get("results")
+    here = run_dir.path   # the runs fixes.json names, where they are now (moved with this one: relative)
+    pairs = [{k: links.resolve(here, p, k) for k in ("baseline_run", "fixed_run")}
+             for p in fixes.get("interleaved") or [] if isinstance(p, dict)]
     summary["fixes"] = {
         "requested": list((fixes.get("requested") or {}).keys()), "spec": fixes.get("spec"),
-        "source": fixes.get("source"), "diagnosis_run": fixes.get("diagnosis_run"),
-        "baseline_run": fixes.get("baseline_run"), "note": fixes.get("note"),
+        "source": fixes.get("source"), "diagnosis_run": links.resolve(here, fixes, "diagnosis_run"),
+        "baseline_run": links.resolve(here, fixes, "baseline_run"), "note": fixes.get("note"),
         "ranked": fixes.get("ranked") or [], "excluded": fixes.get("excluded") or [],
-        "remeasured": fixes.get("remeasured"), "interleaved_runs": fixes.get("interleaved") or [],
+        "remeasured": fixes.get("remeasured"), "interleaved_runs": pairs,
         "results": results if results is not None else [
             {"id": k, "status": "unknown", "reason": "the run ended before the fixes reported"}
             for k in (fixes.get("requested") or {})],
     }
-    base = fixes.get("baseline_run")
+    base = summary["fixes"]["baseline_run"]
     if not applied_ids(summary["fixes"]):   # nothing changed the training: nothing to compare, nothing to guard
         summary["fixes"]["comparison_note"] = "no fix was applied in this run: there is nothing to compare"
         return

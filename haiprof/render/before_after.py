@@ -89,8 +89,12 @@ def distribution_figure(dist: dict | None) -> dict | None:
                                               f"p90 {dist[key + '_p90_ms']:.3g} ms)"),
              "x": cats, "y": dist[key], "marker": {"color": color}}
             for label, key, color in (("before", "before", BEFORE), ("after", "after", AFTER))]
-    return {"data": data, "layout": _layout("Step time distribution (steady steps)", "steps",
-                                            xaxis={"title": {"text": "ms per step (bin centre)"}})}
+    # A category axis, said outright: plotly reads the numeric labels as a linear axis, where "> N" is no number and
+    # its bar (the steps slower than the bins: what a fix that slows some steps adds) is dropped off the axis's end.
+    # The range and the ticks name every bin, the overflow one included.
+    xaxis = {"title": {"text": "ms per step (bin centre)"}, "type": "category", "range": [-0.5, len(cats) - 0.5],
+             "tickmode": "array", "tickvals": cats, "ticktext": cats}
+    return {"data": data, "layout": _layout("Step time distribution (steady steps)", "steps", xaxis=xaxis)}
 
 
 def block(cmp: dict, gain: dict, figs: dict) -> str:

@@ -11,7 +11,8 @@ baseline pass) when it is older than BASELINE_MAX_AGE_S or was set up under othe
 threads, thread/device environment variables, host: analyzers/conditions.py). With --interleave N, N baseline
 and N fixed short passes alternate (A B A B ...) before the run: each pair ran in the same conditions, and the
 spread of the per-pair ratios is the noise of the comparison (analysis/fix_results.py).
-Files: fixes.json (plan, then results) and losses.json (every run, fixed or not) in the run directory.
+Files: fixes.json (plan, then results; the runs it names stored absolute and relative: rundir/links.py) and
+losses.json (every run, fixed or not) in the run directory.
 """
 from __future__ import annotations
 
@@ -24,7 +25,7 @@ from dataclasses import asdict, dataclass, field
 from pathlib import Path
 
 from ..errors import UserError, say
-from ..rundir import RunDir, write_json_atomic
+from ..rundir import RunDir, links, write_json_atomic
 
 FIXES_FILE = "fixes.json"
 LOSSES_FILE = "losses.json"
@@ -316,7 +317,7 @@ class FixSession:
     def start(self) -> None:
         diagnosis = None
         if self.plan is not None:
-            write_json_atomic(self.run_dir.file(FIXES_FILE), {**asdict(self.plan), "results": None})
+            write_json_atomic(self.run_dir.file(FIXES_FILE), {**self._on_disk(), "results": None})
             source = self.plan.diagnosis_run or self.plan.baseline_run   # explicit --fix: the baseline's numbers
             if source:
                 try:
@@ -339,7 +340,15 @@ class FixSession:
                               {"losses": self.losses.values(), "dropped": self.losses.dropped})
         if self.plan is not None:
             results = self.installed.finish() if self.installed is not None else []
-            write_json_atomic(self.run_dir.file(FIXES_FILE), {**asdict(self.plan), "results": results})
+            write_json_atomic(self.run_dir.file(FIXES_FILE), {**self._on_disk(), "results": results})
+
+    def _on_disk(self) -> dict:
+        """The plan with each run it names also relative to this run (rundir/links.py): moved together with its
+        baseline, the run keeps its before/after."""
+        d = links.with_relative(self.run_dir.path, asdict(self.plan), ("diagnosis_run", "baseline_run"))
+        d["interleaved"] = [links.with_relative(self.run_dir.path, p, ("baseline_run", "fixed_run"))
+                            for p in d["interleaved"]]
+        return d
 
 
 def format_requested(fix_plan: FixPlan) -> str | None:
