@@ -58,23 +58,24 @@ def loader_pin_memory(records) -> bool | None:
 
 def pageable_finding(copies: dict, loader_pin_memory: bool | None, traced_us: float | None = None) -> dict | None:
     """A finding (fix: prefetch) when batches reach the GPU from pageable memory; None otherwise. From a trace it
-    needs a measurable share of the traced steps' time (`traced_us`): a few empty copies are no finding."""
-    from_trace = copies.get("pageable", 0) > 0
+    needs their share of the traced steps' time (`traced_us`) at PAGEABLE_MIN_SHARE or more: a count of copies
+    says nothing of what they cost (launch_base's six take 5.5 µs of 90 ms), so copies that cannot be weighed
+    (no traced step time) are no evidence either; the DataLoader's pin_memory=False stays one (info)."""
     share = None
-    if traced_us and copies.get("copies"):   # the trace measured the copies: too little of them is no finding
+    if traced_us and copies.get("copies"):
         share = copies.get("pageable_us", 0.0) / traced_us
         if share < T.PAGEABLE_MIN_SHARE:
             return None
+    from_trace = copies.get("pageable", 0) > 0 and share is not None
     if not from_trace and loader_pin_memory is not False:
         return None
-    size = f" ({copies['pageable_bytes'] / 2**20:.1f} MiB" if copies.get("pageable_bytes") else " ("
-    size += f", {copies.get('pageable_us', 0.0) / 1e3:.3g} ms, {100 * share:.3g}% of the traced time)" \
-        if share is not None else ")"
-    size = "" if size == " ()" else size
+    size = [f"{copies['pageable_bytes'] / 2**20:.1f} MiB"] if copies.get("pageable_bytes") else []
+    if share is not None:
+        size += [f"{copies.get('pageable_us', 0.0) / 1e3:.3g} ms", f"{100 * share:.3g}% of the traced time"]
     why = (f"{copies['pageable']} of {copies['copies']} host-to-device copies in the traced steps came from "
-           f"pageable memory{size}" if from_trace else "the DataLoader has pin_memory=False")
+           f"pageable memory ({', '.join(size)})" if from_trace else "the DataLoader has pin_memory=False")
     return {"kind": "pageable-h2d", "severity": "moderate" if from_trace else "info",
-            "share": share if from_trace and share is not None else 0.0,
+            "share": share if from_trace else 0.0,
             "message": f"{why}: such copies are synchronous and cannot overlap compute; pinned memory and "
                        "non-blocking copies on a side stream can (--fix prefetch)",
             "evidence": {"copies": copies, "loader_pin_memory": loader_pin_memory, "traced_us": traced_us,

@@ -333,6 +333,9 @@ def analyze_events(ev: pd.DataFrame, whole_steps: int | None = None) -> dict:
     `whole_steps`: how many ProfilerSteps are complete (haiprof's trace metadata), None for all."""
     stats = {"cpu": cpu_op_stats(ev, whole_steps), "gpu": gpu_stats(ev, whole_steps)}
     stats["findings"] = launch_findings(stats)
+    # the traced steps and their median time, at the top: what the run's analysis weighs the trace's copies
+    # against (analysis/summary.py: the pageable copies' share of the traced time)
+    stats.update({k: (stats["cpu"] or {}).get(k) for k in ("steps", "step_ms_median")})
     return stats
 
 

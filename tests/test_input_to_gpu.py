@@ -24,7 +24,7 @@ def test_pageable_copies_from_trace_events():
     c = pageable_copies(EVENTS)
     assert (c["copies"], c["pageable"], c["pinned"]) == (3, 2, 1)
     assert c["pageable_bytes"] == (77 << 20) + 1024 and c["pageable_us"] == pytest.approx(2410.0)
-    f = pageable_finding(c, loader_pin_memory=None)
+    f = pageable_finding(c, loader_pin_memory=None, traced_us=10_000.0)   # weighed against the traced steps
     assert f["kind"] == "pageable-h2d" and f["fixes"] == ["prefetch"] and "2 of 3" in f["message"]
 
 

@@ -139,3 +139,63 @@ def test_recorded_prefetch_runs_stall_once_an_epoch(gpu_reports, name):
     assert r.returncode == 0, r.stderr
     stalls = [f for f in load_summary(d)["findings"] if f["kind"] == "periodic-stall"]
     assert len(stalls) == 1 and stalls[0]["evidence"]["period_steps"] == 8, [f["message"] for f in stalls]
+
+
+# -- 4. pageable copies: weighed against the step, never counted alone --------------------------------------
+
+def test_pageable_copies_that_cannot_be_weighed_are_no_finding():
+    from haiprof.analyzers.h2d import pageable_finding
+    six = {"copies": 6, "pageable": 6, "pinned": 0, "pageable_bytes": 0, "pinned_bytes": 0,
+           "pageable_us": 5.537, "pinned_us": 0.0, "pageable_share": 1.0}   # launch_base's trace
+    assert pageable_finding(six, None) is None                       # no traced step time: nothing to weigh
+    assert pageable_finding(six, None, traced_us=90_000.0) is None   # 0.006% of the traced steps
+    assert pageable_finding(six, False, traced_us=None)["severity"] == "info"   # pin_memory=False still says so
+
+
+def test_a_weighed_pageable_finding_says_its_share_without_empty_sizes():
+    from haiprof.analyzers.h2d import pageable_finding
+    heavy = {"copies": 6, "pageable": 6, "pinned": 0, "pageable_bytes": 0, "pinned_bytes": 0,
+             "pageable_us": 25_074.8, "pinned_us": 0.0, "pageable_share": 1.0}   # h2d_base: 77 MB batches
+    f = pageable_finding(heavy, None, traced_us=77_400.0)
+    assert f["severity"] == "moderate" and f["share"] == pytest.approx(0.324, abs=0.001)
+    assert "pageable memory (25.1 ms, 32.4% of the traced time)" in f["message"] and "(," not in f["message"]
+
+
+def _io_summary(busy_h2d, pageable_gpu_share, pinned_gpu_share=0.0):
+    copies = [{"kind": "HtoD pageable", "share": pageable_gpu_share, "gb_per_s": 10.5}]
+    copies += [{"kind": "HtoD pinned", "share": pinned_gpu_share}] if pinned_gpu_share else []
+    return {"steps": 31, "steps_measured": 30, "step_time_s": {"steady": 0.5},
+            "device": {"idle_by_host": {"dataloader": 0.97}, "busy": {"h2d": busy_h2d}},
+            "gpu": {"pageable_h2d_share": pageable_gpu_share, "copies": copies},
+            "findings": [{"kind": "io", "severity": "high", "share": 0.97, "message": "m", "evidence": {},
+                          "fixes": ["prefetch"]}]}
+
+
+def test_pin_memory_is_the_title_only_where_pageable_copies_take_the_step():
+    from haiprof.analyzers import actions
+    # io_base: the GPU idles 97% of the step; its 19 µs of copies are 8% of GPU time and 0.2% of the step
+    a = actions.rank(_io_summary(0.0024, 0.082))[0]
+    assert not a["title"].startswith("Pin") and "pageable" not in a["reason"], a
+    # h2d_base: copies fill 31% of the step, all of them pageable
+    a = actions.rank(_io_summary(0.31, 0.90))[0]
+    assert a["title"].startswith("Pin host memory") and "take 31% of the step (90% of GPU time)" in a["reason"]
+    # copies fill 20% of the step, but only a tenth of their time is pageable: 2% of the step
+    assert not actions.rank(_io_summary(0.20, 0.05, 0.45))[0]["title"].startswith("Pin")
+
+
+@pytest.mark.parametrize("name,pageable,pin_title", [
+    ("launch_base", False, False),   # 6 pageable copies, 5.5 µs in all: 0.1% of GPU time
+    ("io_base", False, False),       # 19 µs of copies on a GPU idle 97% of the step
+    ("compute_a", True, True),       # 15.5 ms of 6.5 GB/s copies: 5% of the traced time, 8% of the step
+    ("h2d_base", True, True),        # 77 MB batches: 32% of the traced time, 31% of the step
+])
+def test_recorded_pageable_findings_above_the_floor_only(gpu_reports, name, pageable, pin_title):
+    d, r = gpu_reports([name])[name]
+    assert r.returncode == 0, r.stderr
+    s = load_summary(d)
+    found = [f for f in s["findings"] if f["kind"] == "pageable-h2d"]
+    assert bool(found) == pageable, [f["message"] for f in found]
+    if found:
+        assert found[0]["share"] >= 0.01 and "% of the traced time" in found[0]["message"]
+    titles = [a["title"] for a in s.get("next_steps") or []]
+    assert any(t.startswith("Pin host memory") for t in titles) == pin_title, titles
