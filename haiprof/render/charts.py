@@ -82,12 +82,22 @@ def step_chart(cols: dict, warmup: int, phases, title: str = "Time per step by p
                        "customdata": [[a, z, float(x), float(y)] for (a, z), x, y in zip(span, lo, hi)],
                        "hovertemplate": "steps %{customdata[0]:d}-%{customdata[1]:d}<br>median %{y:.3g} ms<br>"
                                         "min %{customdata[2]:.3g} ms, max %{customdata[3]:.3g} ms<extra></extra>"})
-        title += f" ({len(xs)} buckets of {k} steps: zoom in, down to single steps)"
     totals = [sum(ms[p][i] for p in ms) for i in range(len(xs))]
     first = int(idx[0])
     traced_set = set(idx[np.asarray(cols["traced"], dtype=bool)].tolist()) if "traced" in cols else set()
     keep = [x >= first + warmup and (k > 1 or x not in traced_set) for x in xs]
-    yaxis, notes = clip_outliers(xs, totals, [t for t, ok in zip(totals, keep) if ok], "ms")
+    zoom = step_detail.encode(idx, dur, ph, budget) if k > 1 else None
+    # The title says what holds at any zoom; how many steps a bar holds goes to the y title, which the page
+    # rewrites on every zoom (js/steps.js: its whole-run bars hold ceil(units / MAX_BARS) units of zoom k steps).
+    per_bar = -(-zoom["units"] // MAX_BARS) * zoom["k"] if zoom else k
+    said = [f"{per_bar} steps a bar"] if k > 1 else []
+    yaxis, notes = clip_outliers(xs, totals, [t for t, ok in zip(totals, keep) if ok], "ms", said)
+    if k > 1:
+        title += (f" ({n:,} steps" + ("" if not zoom else ": zoom in, down to single steps" if zoom["k"] == 1 else
+                                     f": zoom in, down to groups of {zoom['k']} steps (every step of the run does "
+                                     "not fit in the report)") + ")")
+        # the bars set the axis: a bucket's min-max whisker (one slow step in it) is clipped, not scaled to
+        yaxis.setdefault("range", [0, 1.05 * max(totals)])
     # warm-up and the op-level tracing window's steps (profiler overhead) are shaded: not in the statistics
     wu = warmup if n > warmup else 0
     shapes = StepAxis.shapes(first, int(idx[-1]), wu, sorted(traced_set))
@@ -97,7 +107,6 @@ def step_chart(cols: dict, warmup: int, phases, title: str = "Time per step by p
     fig = {"data": traces, "layout": layout,
            "shading": {"warmup": [first, first + wu - 1] if wu else None,
                        "traced": step_detail.traced_runs(traced_set)}}
-    zoom = step_detail.encode(idx, dur, ph, budget) if k > 1 else None
     if zoom:
         # the page draws the buckets from the detail (the same buckets, min/median/max from the embedded
         # times): whole-run bars as JSON would cost as much as the detail itself
@@ -112,36 +121,69 @@ def step_chart(cols: dict, warmup: int, phases, title: str = "Time per step by p
         # the slider takes the space under the axis: the legend goes between the title and the plot
         layout["legend"] = {"orientation": "h", "x": 0, "y": 1.0, "yanchor": "bottom"}
         layout["margin"] = {**layout["margin"], "t": 80}
-        if zoom["k"] > 1:   # said in the chart: the finest zoom is a group of steps
-            layout["title"]["text"] += (f"; finest zoom: groups of {zoom['k']} steps (every step of a "
-                                        f"{n}-step run does not fit in the report)")
     return fig
 
 
 OUTLIER = 1.5      # a bar above this x the steady steps' p90 is clipped and labelled instead of setting the axis
 MAX_NOTES = 6
+NOTE_CHAR = 0.011  # a label character's width as a share of the x axis (12 px text on a plot of ~700 px or more)
 
 
 def fmt_ms(ms: float) -> str:
     return f"{ms / 1e3:.1f} s" if ms >= 1000 else f"{ms:.0f} ms" if ms >= 10 else f"{ms:.2g} ms"
 
 
-def clip_outliers(xs, totals, steady, unit: str) -> tuple[dict, list]:
+def clip_outliers(xs, totals, steady, unit: str, said: list | tuple = ()) -> tuple[dict, list]:
     """(yaxis, annotations): the axis is set by the steady steps; slower bars (initialisation, compilation) are
-    clipped at the top and labelled with their own value."""
+    clipped at the top and labelled with their own value. `said`: what else the y title says of the bars."""
+    parts = list(said)
     yaxis = {"title": {"text": unit}, "rangemode": "tozero"}
-    if not steady or not totals:
-        return yaxis, []
-    s = sorted(steady)
-    cap = OUTLIER * s[min(len(s) - 1, int(0.9 * (len(s) - 1)))]
-    if cap <= 0 or max(totals) <= cap:
-        return yaxis, []
-    yaxis["range"] = [0, cap]
-    clipped = [(x, t) for x, t in zip(xs, totals) if t > cap]
-    notes = [{"x": x, "y": 0.93, "yref": "paper", "text": f"▲ {fmt_ms(t) if unit == 'ms' else t}",
-              "showarrow": False} for x, t in clipped[:MAX_NOTES]]
-    yaxis["title"]["text"] = f"{unit} (bars above {fmt_ms(cap)} clipped)"
+    notes: list = []
+    if steady and totals:
+        s = sorted(steady)
+        cap = OUTLIER * s[min(len(s) - 1, int(0.9 * (len(s) - 1)))]
+        if cap > 0 and max(totals) > cap:
+            yaxis["range"] = [0, cap]
+            notes = _clipped_notes(xs, [(x, t) for x, t in zip(xs, totals) if t > cap], unit)
+            parts.append(f"bars above {fmt_ms(cap) if unit == 'ms' else f'{cap:.3g}'} clipped")
+    if parts:
+        yaxis["title"]["text"] = f"{unit} ({'; '.join(parts)})"
     return yaxis, notes
+
+
+def _clipped_notes(xs, clipped: list, unit: str) -> list:
+    """One label per clipped bar, or per run of bars whose labels would overlap ("▲ 3 bars, max 16.9 s"): the
+    start-up steps 0, 1, 2 of a 300-step chart are a few pixels apart, and their labels were drawn over each other."""
+    span = (max(xs) - min(xs) + 1) if xs else 1
+
+    def text(g):
+        top = max(t for _, t in g)
+        v = fmt_ms(top) if unit == "ms" else f"{top:.3g}"
+        return f"▲ {v}" if len(g) == 1 else f"▲ {len(g)} bars, max {v}"
+
+    def centre(g):
+        return (g[0][0] + g[-1][0]) / 2
+
+    groups: list = []
+    for x, t in clipped:   # in x order: merge the last two while their labels (centred) overlap
+        groups.append([(x, t)])
+        while len(groups) > 1 and centre(groups[-1]) - centre(groups[-2]) < \
+                (len(text(groups[-1])) + len(text(groups[-2])) + 2) / 2 * NOTE_CHAR * span:
+            groups[-2:] = [groups[-2] + groups[-1]]
+    if len(groups) > MAX_NOTES:   # the tallest, in x order
+        tallest = sorted(range(len(groups)), key=lambda i: -max(t for _, t in groups[i]))[:MAX_NOTES]
+        groups = [groups[i] for i in sorted(tallest)]
+    lo, hi = (min(xs) - 0.5, max(xs) + 0.5) if xs else (0, 1)
+    notes = []
+    for g in groups:   # a label that would run past the axis's end starts (or ends) at it, off the tick labels
+        half, note = len(text(g)) / 2 * NOTE_CHAR * span, {"y": 0.93, "yref": "paper", "text": text(g),
+                                                             "showarrow": False, "x": centre(g)}
+        if note["x"] - half < lo:
+            note.update(x=g[0][0] - 0.5, xanchor="left")
+        elif note["x"] + half > hi:
+            note.update(x=g[-1][0] + 0.5, xanchor="right")
+        notes.append(note)
+    return notes
 
 
 def share_chart(share: dict) -> dict:

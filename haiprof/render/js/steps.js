@@ -3,7 +3,7 @@
 // zoom or range-slider move: at most MAXB bars, single steps with their phases once few enough are visible.
 (function () {
   'use strict';
-  var MAXB = 2000, MIN_PX_SHARE = 1 / 250;
+  var MAXB = 2000, MIN_PX_SHARE = 1 / 250, NOTE_CHAR = 0.011;
   var charts = {};
 
   function decode(z, buf) {
@@ -101,7 +101,33 @@
     if (c.highlight !== null) {
       rect(c.highlight, c.highlight, 'rgba(0,0,0,0)', 1, 'step ' + c.highlight, {color: '#b00', width: 2});
     }
-    return {shapes: shapes, notes: notes};
+    return {shapes: shapes, notes: apart(notes, hi - lo)};
+  }
+
+  // The highest stack of bars drawn (the bars of one x stack: barmode 'stack').
+  function barTop(data) {
+    var sum = {};
+    data.forEach(function (t) {
+      if (t.type !== 'bar') return;
+      for (var i = 0; i < t.x.length; i++) sum[t.x[i]] = (sum[t.x[i]] || 0) + (t.y[i] || 0);
+    });
+    return Object.keys(sum).reduce(function (m, x) { return Math.max(m, sum[x]); }, 0);
+  }
+
+  // Labels whose text would overlap become one ("warm-up, traced" over steps 0 and 3 of a 301-step chart):
+  // a character is about NOTE_CHAR of the axis, as render/charts.py's clipped-bar labels assume.
+  function apart(notes, span) {
+    var out = [];
+    notes.slice().sort(function (a, b) { return a.x - b.x; }).forEach(function (n) {
+      out.push(Object.assign({}, n, {x0: n.x, x1: n.x}));
+      while (out.length > 1) {
+        var a = out[out.length - 2], b = out[out.length - 1];
+        if (b.x - a.x >= (a.text.length + b.text.length + 2) / 2 * NOTE_CHAR * span) break;
+        a.text += ', ' + b.text; a.x1 = b.x1; a.x = (a.x0 + a.x1) / 2;
+        out.pop();
+      }
+    });
+    return out.map(function (n) { delete n.x0; delete n.x1; return n; });
   }
 
   function redraw(c, range) {
@@ -113,7 +139,10 @@
     if (c.detail && !whole) {
       data = rebucket(c, range[0], range[1]);
       data.push(c.overview);
-      layout.yaxis = Object.assign({}, base.yaxis, {range: null, autorange: true, rangemode: 'tozero'});
+      // the bars set the axis: autoranged, a bucket's min-max whisker (one slow step) flattened the bars
+      var top = barTop(data);
+      layout.yaxis = Object.assign({}, base.yaxis, top > 0 ? {range: [0, 1.05 * top], autorange: false}
+                                                           : {range: null, autorange: true, rangemode: 'tozero'});
       layout.yaxis.title = {text: 'ms (' + c.label + ')'};
       layout.annotations = sh.notes;   // the whole run's clipped-bar labels belong to the whole-run bars
     }
