@@ -13,35 +13,30 @@ import os
 import threading
 import time
 
+from haiprof.errors import fd_identity, fd_kept_high
+
 
 class ThreadBusyClock:
     """Each thread's schedstat file stays open; its descriptor is checked (one fstat) before each read and close:
     a script that closes descriptors it did not open (os.closerange) may get the number back for its own file,
-    which must be neither read as ours nor closed by us (the file is then opened again)."""
+    which must be neither read as ours nor closed by us (the file is then opened again). Kept at a high number
+    (errors.fd_kept_high), so the script's own files get the low ones, as under python."""
 
     def __init__(self):
         self._fds: dict[int, tuple] = {}   # tid -> (fd, (st_dev, st_ino)); fd -1: no schedstat
 
     @staticmethod
-    def _identity(fd: int):
+    def _open(tid: int) -> tuple:
         try:
-            st = os.fstat(fd)
-        except OSError:
-            return None
-        return st.st_dev, st.st_ino
-
-    @classmethod
-    def _open(cls, tid: int) -> tuple:
-        try:
-            fd = os.open(f"/proc/self/task/{tid}/schedstat", os.O_RDONLY | os.O_CLOEXEC)
+            fd = fd_kept_high(os.open(f"/proc/self/task/{tid}/schedstat", os.O_RDONLY | os.O_CLOEXEC))
         except OSError:
             return -1, None
-        return fd, cls._identity(fd)
+        return fd, fd_identity(fd)
 
     def __call__(self) -> tuple[int, int]:
         tid = threading.get_native_id()
         entry = self._fds.get(tid)
-        if entry is None or (entry[0] >= 0 and self._identity(entry[0]) != entry[1]):
+        if entry is None or (entry[0] >= 0 and fd_identity(entry[0]) != entry[1]):
             entry = self._fds[tid] = self._open(tid)   # a taken number is left to the script, not closed
         fd = entry[0]
         if fd >= 0:
@@ -54,7 +49,7 @@ class ThreadBusyClock:
 
     def close(self) -> None:
         for fd, ident in self._fds.values():
-            if fd >= 0 and self._identity(fd) == ident:
+            if fd >= 0 and fd_identity(fd) == ident:
                 try:
                     os.close(fd)
                 except OSError:

@@ -23,6 +23,7 @@ class LossRecorder:
         self._owner_pid = os.getpid()
         self.dropped = 0
         self._stream_path = stream_path   # losses as they are known, for a run that is killed
+        self._stream = None               # its descriptor (OwnedFd: the script may close descriptors it did not open)
         self._streamed = 0                # values[:_streamed] are floats already in the file
 
     def install(self) -> "LossRecorder":
@@ -71,18 +72,25 @@ class LossRecorder:
                 break
             values[end] = self._as_float(t)
             end += 1
-        if end == start:
-            return
-        self._streamed = end
-        if self._stream_path is not None:
+        if end > start:
+            self._streamed = end
+            if self._stream_path is not None:
+                # one value a line, the line number its index; 8 significant digits (a float32 loss has ~7):
+                # ~10 bytes a step
+                text = "".join("nan\n" if values[i] is None else f"{values[i]:.8g}\n" for i in range(start, end))
+                try:
+                    if self._stream is None:
+                        from haiprof.rundir.appenders import OwnedFd
+                        self._stream = OwnedFd(self._stream_path, os.O_WRONLY | os.O_CREAT | os.O_APPEND)
+                    self._stream.append(text.encode("ascii"))
+                except OSError:
+                    self._stream_path = None   # a full disk: losses.json at the end still has them
+        if self._undo is None and self._stream is not None:   # uninstalled: nothing more will come
             try:
-                with open(self._stream_path, "a", encoding="utf-8") as f:
-                    # one value a line, the line number its index; 8 significant digits (a float32 loss
-                    # has ~7): ~10 bytes a step
-                    f.write("".join("nan\n" if values[i] is None else f"{values[i]:.8g}\n"
-                                    for i in range(start, end)))
+                self._stream.close()
             except OSError:
-                self._stream_path = None   # a full disk: losses.json at the end still has them
+                pass
+            self._stream = None
 
     def values(self) -> list:
         """Losses as floats (NaN/inf become None, JSON has no such numbers)."""

@@ -7,21 +7,48 @@ class UserError(Exception):
     """Bad input from the user: printed as one line, exit code USAGE_ERROR."""
 
 
-# -- haiprof's own messages ----------------------------------------------------------------------------------------
 import os as _os   # noqa: E402
 import sys as _sys   # noqa: E402
 
-# None: not kept (use sys.stderr); False: fd 2 was closed at start; else [fd, (st_dev, st_ino)] of the copy
-_OWN_STDERR: list = [None]
-_STDERR_RETAKEN = [0]   # times the script closed our copy (os.closerange) and it was taken again from fd 2
+# -- haiprof's own descriptors in the script's process --------------------------------------------------------
+# The script may close descriptors it did not open (a daemon's os.closerange(3, ...)) and get the numbers back for
+# files of its own: each of ours is checked (fd_identity) before use, and kept at a high number (fd_kept_high), so
+# that the script's files get the low numbers python would give them and ours, once closed, stay closed numbers.
 
-
-def _identity(fd: int):
+def fd_identity(fd: int):
+    """(st_dev, st_ino) of what `fd` refers to now; None if it is closed."""
     try:
         st = _os.fstat(fd)
     except OSError:
         return None
     return st.st_dev, st.st_ino
+
+
+_HIGH_BASE: list = []
+
+
+def fd_kept_high(fd: int) -> int:
+    """`fd` moved to a number far above the lowest free one (close-on-exec); `fd` itself if it cannot be. The low
+    number is closed only if it still refers to what was moved: a script closing descriptors on another thread
+    may have taken it meanwhile."""
+    try:
+        if not _HIGH_BASE:
+            import resource
+            soft = resource.getrlimit(resource.RLIMIT_NOFILE)[0]
+            _HIGH_BASE.append(1024 if soft < 0 else max(3, min(1024, soft // 2)))   # < 0: unlimited
+        import fcntl
+        high = fcntl.fcntl(fd, fcntl.F_DUPFD_CLOEXEC, _HIGH_BASE[0])
+    except (OSError, ValueError, ImportError):
+        return fd
+    if fd_identity(fd) == fd_identity(high):
+        _os.close(fd)
+    return high
+
+
+# -- haiprof's own messages ----------------------------------------------------------------------------------------
+# None: not kept (use sys.stderr); False: fd 2 was closed at start; else [fd, (st_dev, st_ino)] of the copy
+_OWN_STDERR: list = [None]
+_STDERR_RETAKEN = [0]   # times the script closed our copy (os.closerange) and it was taken again from fd 2
 
 
 def keep_stderr() -> None:
@@ -31,11 +58,11 @@ def keep_stderr() -> None:
     It is a bare number, checked before each write (own_stderr()): a script that closes descriptors it did not
     open (os.closerange) may get that number back for its own file, which must never receive our lines."""
     try:
-        fd = _os.dup(2)
+        fd = fd_kept_high(_os.dup(2))
     except OSError:
         _OWN_STDERR[0] = False   # no stderr at start: stay silent, as python's own writes would be lost too
         return
-    _OWN_STDERR[0] = [fd, _identity(fd)]
+    _OWN_STDERR[0] = [fd, fd_identity(fd)]
 
 
 def own_stderr() -> int | None:
@@ -45,12 +72,12 @@ def own_stderr() -> int | None:
     if not kept:
         return None if kept is None else -1
     fd, ident = kept
-    if fd >= 0 and _identity(fd) != ident:
+    if fd >= 0 and fd_identity(fd) != ident:
         _STDERR_RETAKEN[0] += 1
         fd = -1
-        if _identity(2) == ident:   # the script left fd 2 alone (closerange(3, ...)): copy it again
+        if fd_identity(2) == ident:   # the script left fd 2 alone (closerange(3, ...)): copy it again
             try:
-                fd = _os.dup(2)
+                fd = fd_kept_high(_os.dup(2))
             except OSError:
                 fd = -1
         kept[0] = fd

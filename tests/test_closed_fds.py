@@ -1,7 +1,7 @@
 """A script that closes every descriptor it did not open (a daemon's os.closerange(3, ...)) and then opens its own
 files, which get the low numbers haiprof's files had: haiprof writes nothing into them (they hold what python's run
-leaves), reopens its own files, and the run is whole: summary, report, the steps after the closerange, sampling
-that went on, and a status line saying what was reopened."""
+leaves, under the numbers python gives them), reopens its own files, and the run is whole: summary, report, the
+steps after the closerange, sampling that went on, and a status line saying what was reopened."""
 import json
 
 from conftest import in_parallel, load_summary, run_haiprof, run_python
@@ -18,6 +18,7 @@ for i in range(5):
     step()
 os.closerange(3, 4096)
 files = [open(f"user{{k}}.log", "w") for k in range({USER_FILES})]
+numbers = [f.fileno() for f in files]   # the numbers python gives: haiprof's are elsewhere
 for k, f in enumerate(files):
     f.write(f"line {{k}}\\n"); f.flush()
 for i in range({AFTER}):
@@ -28,7 +29,7 @@ for f in files:
     f.write("end\\n"); f.flush()
 for f in files[::2]:
     f.close()   # the others stay open until the interpreter's exit, after haiprof's report
-print("done")
+print("done", numbers)
 """
 
 
@@ -44,7 +45,8 @@ def test_closerange_then_own_files_get_nothing_of_ours_and_the_run_is_whole(tmp_
     out = tmp_path / "run"
     plain, r = in_parallel(lambda: run_python("daemon.py", cwd=plain_dir),
                            lambda: run_haiprof("run", "--out", out, "daemon.py", cwd=hp_dir))
-    assert (r.returncode, r.stdout) == (plain.returncode, plain.stdout) == (0, "done\n"), r.stderr
+    assert (r.returncode, r.stdout) == (plain.returncode, plain.stdout), r.stderr
+    assert plain.returncode == 0 and plain.stdout.startswith("done [3, 4,"), plain.stdout
     assert plain.stderr == "" and "haiprof: report:" in r.stderr, r.stderr   # our lines: on our stderr
     assert all(ln.startswith("haiprof") for ln in r.stderr.splitlines()), r.stderr
     expected = {f"user{k}.log": f"line {k}\nend\n".encode() for k in range(USER_FILES)}
@@ -153,3 +155,26 @@ def test_sidecar_goes_on_when_the_script_closes_its_pipe_and_stops_on_sigterm(tm
     t0 = time.monotonic()
     side.stop()
     assert side.proc.returncode == 0 and time.monotonic() - t0 < 1.0
+
+
+LOOP = """\
+import os, torch
+m = torch.nn.Linear(8, 8); opt = torch.optim.SGD(m.parameters(), lr=0.1)
+for i in range(600):
+    opt.zero_grad(); m(torch.randn(4, 8)).sum().backward(); opt.step()
+    if i % 4 == 0:   # closes whatever haiprof holds, often while its threads reopen or write
+        os.closerange(3, 4096)
+        for k in range(4):
+            with open(f"u{k}.log", "a") as f:
+                f.write("x\\n")
+print("ok")
+"""
+
+
+def test_a_script_closing_descriptors_in_a_loop_gets_nothing_of_ours(tmp_path):
+    (tmp_path / "loop.py").write_text(LOOP)
+    out = tmp_path / "run"
+    r = run_haiprof("run", "--quiet", "--out", out, "loop.py", cwd=tmp_path)
+    assert (r.returncode, r.stdout, r.stderr) == (0, "ok\n", ""), r.stderr
+    assert [(tmp_path / f"u{k}.log").read_bytes() for k in range(4)] == [b"x\n" * 150] * 4
+    assert load_summary(out)["steps"] == 600 and (out / "report.html").is_file()

@@ -11,6 +11,7 @@ descriptors it did not open (a daemon's os.closerange(3, ...)), then get the sam
 """
 from __future__ import annotations
 
+import errno
 import json
 import os
 import threading
@@ -18,6 +19,7 @@ from collections import deque
 from pathlib import Path
 from typing import Any, Callable
 
+from ..errors import fd_identity, fd_kept_high
 from ..phasestore import encode_chunk
 
 
@@ -25,7 +27,10 @@ class OwnedFd:
     """A descriptor on one of haiprof's own files, verified before each use: the number must still refer to the
     file it was opened on (st_dev, st_ino). If the script closed it, or closed it and got the number back for a
     file of its own, the number is the script's: it is left alone (never written, never closed) and the file is
-    opened again by its path. No file object holds the number either: its finalizer would close it."""
+    opened again by its path. No file object holds the number either: its finalizer would close it. Kept at a high
+    number (errors.fd_kept_high): the script's own files get the low ones, as under python."""
+
+    TRIES = 8   # a script that closes descriptors in a loop may take a fresh one again at once
 
     def __init__(self, path, flags: int):
         self.path, self.flags = Path(path), flags | os.O_CLOEXEC
@@ -34,13 +39,22 @@ class OwnedFd:
         self._open()
 
     def _open(self) -> None:
-        fd = os.open(self.path, self.flags, 0o644)
-        try:
-            st = os.fstat(fd)
-        except OSError:
-            os.close(fd)
-            raise
-        self.fd, self._id = fd, (st.st_dev, st.st_ino)
+        """Open the file; the new number is checked against the path: a script closing descriptors on another
+        thread may close it and take it for a file of its own at once (then it is left to the script)."""
+        for _ in range(self.TRIES):
+            low = os.open(self.path, self.flags, 0o644)
+            fd = fd_kept_high(low)
+            ident = fd_identity(fd)
+            try:
+                st = os.stat(self.path)
+            except OSError:
+                st = None
+            if ident is not None and st is not None and ident == (st.st_dev, st.st_ino):
+                self.fd, self._id = fd, ident
+                return
+            if fd != low:   # our own copy of whatever the low number held by then
+                os.close(fd)
+        raise OSError(errno.EBADF, f"cannot keep a descriptor on {self.path}: the script kept taking it")
 
     def _ours(self) -> os.stat_result | None:
         if self.fd < 0:
@@ -62,11 +76,25 @@ class OwnedFd:
             st = os.fstat(self.fd)
         return st
 
-    def write(self, data: bytes) -> None:
-        """All of `data`, to the descriptor verify() last checked (a short write is continued)."""
-        view = memoryview(data)
-        while view:
-            view = view[os.write(self.fd, view):]
+    def append(self, data: bytes) -> None:
+        """All of `data` at the file's end, checked just before the write. A write that fails takes back what it
+        wrote, so the file ends on a whole record (a full disk); a descriptor closed between the check and the
+        write (EBADF) is reopened and the write done again."""
+        for attempt in range(self.TRIES):
+            view = memoryview(data)
+            try:
+                end = self.verify().st_size   # O_APPEND: the data starts at the end
+                while view:
+                    view = view[os.write(self.fd, view):]
+                return
+            except OSError as e:
+                if len(view) < len(data) and self._ours() is not None:
+                    try:
+                        os.ftruncate(self.fd, end)
+                    except OSError:
+                        pass
+                if e.errno != errno.EBADF or attempt == self.TRIES - 1:
+                    raise
 
     def close(self) -> None:
         """Close the descriptor only if it is still ours."""
@@ -115,8 +143,7 @@ class JsonlAppender:
         return json.dumps(record, separators=(",", ":"), default=str)
 
     def _write(self, records: list) -> None:
-        self._file.verify()
-        self._file.write(("\n".join(map(self.encode, records)) + "\n").encode("utf-8"))
+        self._file.append(("\n".join(map(self.encode, records)) + "\n").encode("utf-8"))
 
     def flush(self) -> None:
         for produce in self.before_flush:
@@ -179,12 +206,4 @@ class ChunkAppender(JsonlAppender):
     (haiprof/phasestore.py), ~20 bytes a training step where JSON lines took ~250."""
 
     def _write(self, records: list) -> None:
-        end = self._file.verify().st_size   # O_APPEND: the chunk starts at the end
-        try:
-            self._file.write(encode_chunk(records))
-        except OSError:   # a full disk: take the partial chunk back, so the file ends on a whole one
-            try:
-                os.ftruncate(self._file.fd, end)
-            except OSError:
-                pass
-            raise
+        self._file.append(encode_chunk(records))   # a failed write leaves phases.bin on a whole chunk (OwnedFd)

@@ -18,6 +18,7 @@ import signal
 import sys
 import time
 
+from ..errors import fd_identity, fd_kept_high
 from ..rundir import RunDir
 
 
@@ -101,21 +102,14 @@ STOP_BYTE = "stop-byte"
 
 
 class Sidecar:
-    """The training process's handle on the side process. Its end of the stdin pipe is a bare descriptor,
-    checked before use (as rundir.appenders.OwnedFd): the script may close it and reuse the number for a file of
+    """The training process's handle on the side process. Its end of the stdin pipe is a bare descriptor at a high
+    number, checked before use (errors.fd_identity): the script may close it and reuse the number for a file of
     its own, which must then be neither written nor closed; the side process is stopped by SIGTERM instead."""
 
     def __init__(self, proc, fd: int):
         self.proc, self.fd = proc, fd
-        self._id = self._identity()
+        self._id = fd_identity(fd)
         self.pipe_lost = False   # the script closed our end of the pipe (said in the run's status)
-
-    def _identity(self):
-        try:
-            st = os.fstat(self.fd)
-        except OSError:
-            return None
-        return st.st_dev, st.st_ino
 
     @classmethod
     def start(cls, run_dir, pid: int, interval_s: float, snapshot_s: float = 0.0) -> "Sidecar":
@@ -134,11 +128,11 @@ class Sidecar:
             raise
         finally:
             os.close(r)
-        return cls(proc, w)
+        return cls(proc, fd_kept_high(w))
 
     def check(self) -> bool:
         """Whether our end of the pipe is still ours; once lost it is abandoned (the number is the script's)."""
-        if not self.pipe_lost and self.fd >= 0 and self._identity() != self._id:
+        if not self.pipe_lost and self.fd >= 0 and fd_identity(self.fd) != self._id:
             self.pipe_lost = True
         return not self.pipe_lost
 
@@ -147,10 +141,11 @@ class Sidecar:
         if self.check() and self.fd >= 0:
             try:
                 os.write(self.fd, b"q")   # the stop byte: an end of file alone may be the script's doing
-            except OSError:   # the sampler has ended already
+            except OSError:   # the sampler has ended already, or the script closed our end just now
                 pass
-            os.close(self.fd)
-        elif self.pipe_lost:
+            if self.check():
+                os.close(self.fd)
+        if self.pipe_lost:
             try:
                 self.proc.terminate()
             except OSError:
