@@ -17,8 +17,8 @@ ROOTS = {"haiprof": "haiprof", "haiprof.collectors": "collectors", "haiprof.anal
 
 # Lower number = lower layer. A module may import its own group and any group of a lower layer, nothing else.
 LAYERS = {
-    "version": 0, "errors": 0, "phasestore": 0,                   # what everyone may raise; the phases' format
-    "phaseframes": 0,                                              # how phases.bin's chunks are framed
+    "version": 0, "errors": 0, "phaseframes": 0,                  # what everyone may raise; phases.bin's framing
+    "phasestore": 0.5,                                             # the phases' format, on that framing
     "module_state": 0,                                             # what copies of the user's model leave out
     "rundir": 1,                                                   # the data model
     "collectors": 2, "analyzers": 2, "fixes": 2, "render": 2,      # the stages: they never import each other
