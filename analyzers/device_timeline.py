@@ -129,12 +129,7 @@ def _aligned_ends(host, gpu, step_marks: np.ndarray) -> tuple[np.ndarray, np.nda
     out, known = np.zeros(len(step_marks), dtype=np.int64), np.zeros(len(step_marks), dtype=bool)
     if not n_gpu or not n_host:
         return out, known
-    offset = 0
-    for o in range(max(0, n_host - n_gpu), -1, -1):
-        m = min(n_gpu, n_host - o)
-        if (gs[:m] >= hs[o:o + m] - ENQUEUE_SLACK_NS).all():
-            offset = o
-            break
+    offset = _offset(hs, gs)
     # the host optimizer interval ending at each mark (the last one, with equal ends)
     order = np.argsort(he, kind="stable")
     i = np.searchsorted(he[order], step_marks, side="right") - 1
@@ -143,6 +138,19 @@ def _aligned_ends(host, gpu, step_marks: np.ndarray) -> tuple[np.ndarray, np.nda
     known = hit & (g >= 0) & (g < n_gpu)
     out[known] = ge[g[known]]
     return out, known
+
+
+def _offset(hs: np.ndarray, gs: np.ndarray) -> int:
+    """The largest o <= len(hs) - len(gs) with gs[j] >= hs[o + j] - slack for every span j, else 0.
+
+    hs is sorted, so span j allows every o up to (the last host start <= its start + slack) - j: one
+    searchsorted instead of trying each o (an O(missing spans x spans) scan, minutes for a 10^6-step run that
+    lost a span every few steps). With fewer host intervals than spans only o = 0 is possible."""
+    top = len(hs) - len(gs)
+    if top <= 0:
+        return 0
+    allowed = np.searchsorted(hs, gs + ENQUEUE_SLACK_NS, side="right") - 1 - np.arange(len(gs))
+    return int(min(top, max(0, int(allowed.min()))))
 
 
 def _never_earlier(ends: np.ndarray, known: np.ndarray) -> np.ndarray:
@@ -209,24 +217,44 @@ def _unresolved_tail(steps: DeviceSteps, ends, known, step_marks, host: Interval
     if not len(last) or not len(resolved) or last[-1] == len(ends) - 1:
         return DeviceSteps.empty()
     usual = int(np.sort(resolved)[len(resolved) // 2])
-    rows, a = [], int(ends[last[-1]])
-    gaps = gpu.union_gaps()
-    for k in range(int(last[-1]) + 1, len(step_marks)):
-        mark = int(step_marks[k])
+    first, a = int(last[-1]) + 1, int(ends[last[-1]])
+    gaps = gpu.union_gaps(after=a)
+    covered = _covered(*gaps)
+    # Each step starts where the one before ended, so the windows are found one after the other; the loop needs
+    # only the time some span ran in each (prefix sums), the partition is one call for all of them after it
+    # (a call a step took minutes where tens of thousands of steps at a run's end had no aligned span).
+    starts, lowers, pads = [], [], []
+    for mark in step_marks[first:].tolist():
         # spans enqueued before the host finished this step; the device is still on the previous step when the
         # host marks this one (it runs ahead by the queue)
         i0, i1 = np.searchsorted(gpu.start, [a, mark], side="left")
         lower = max(a, mark, int(gpu.end[i0:i1].max()) if i1 > i0 else a)
-        busy, idle = _rows(*device_partition(host, gpu, np.array([a]), np.array([lower]), gaps=gaps))
-        busy[0, -1] = max(0, usual - int(busy[0, :K].sum()))   # device work assumed, not seen: no phase's share
-        b = lower + int(busy[0, -1])
-        rows.append((k, a, b, busy[0], idle[0]))
-        a = b
-    col = list(zip(*rows))
-    n = len(rows)
-    return DeviceSteps(np.array(col[0], np.int64), np.array(col[1], np.int64), np.array(col[2], np.int64),
-                       np.array(col[3]).reshape(n, len(BUSY)), np.array(col[4]).reshape(n, len(ALL_PHASES)),
+        pad = max(0, usual - covered(a, lower))   # device work assumed, not seen: no phase's share
+        starts.append(a)
+        lowers.append(lower)
+        pads.append(pad)
+        a = lower + pad
+    a, lower, pad = (np.array(x, dtype=np.int64) for x in (starts, lowers, pads))
+    busy, idle = _rows(*device_partition(host, gpu, a, lower, gaps=gaps))
+    busy[:, -1] = pad
+    n = len(a)
+    return DeviceSteps(np.arange(first, first + n, dtype=np.int64), a, lower + pad, busy, idle,
                        np.zeros(n, bool), np.ones(n, bool))
+
+
+def _covered(gap_a: np.ndarray, gap_b: np.ndarray):
+    """covered(t0, t1): ns of [t0, t1) some span runs, from the union's gaps (Intervals.union_gaps; t0 at or
+    after `after` where it was given); the sum of a device_partition window's busy columns."""
+    seg_s, seg_e = gap_b[:-1], gap_a[1:]   # the union's runs, between the gaps
+    before = np.concatenate([[0], np.cumsum(seg_e - seg_s)])
+
+    def upto(t: int, i: int) -> int:      # ns covered before t; i: the last run starting at or before t
+        return 0 if i < 0 else int(before[i]) + min(t, int(seg_e[i])) - int(seg_s[i])
+
+    def covered(t0: int, t1: int) -> int:
+        i0, i1 = np.searchsorted(seg_s, [t0, t1], side="right") - 1
+        return upto(t1, i1) - upto(t0, i0)
+    return covered
 
 
 def kernel_busy(busy: dict, density: float | None) -> float:

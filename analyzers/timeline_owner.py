@@ -68,17 +68,19 @@ class Intervals:
     def __len__(self) -> int:
         return len(self.start)
 
-    def union_gaps(self) -> tuple[np.ndarray, np.ndarray]:
+    def union_gaps(self, after: int | None = None) -> tuple[np.ndarray, np.ndarray]:
         """(start, end) of the gaps between the union of the intervals, with an open gap before the first and
-        after the last (int64 extremes): where none of them runs."""
+        after the last (int64 extremes): where none of them runs. `after`: only the instants from then on
+        matter (the open gap ends at the last interval starting by then): a run's end, not its millions of gaps."""
         big = np.iinfo(np.int64).max
         if not len(self):
             return np.array([_I64_MIN]), np.array([big])
-        starts = self.start[1:]
-        before = self.max_end[:-1]
+        j = 0 if after is None else max(0, int(np.searchsorted(self.start, after, side="right")) - 1)
+        starts = self.start[j + 1:]
+        before = self.max_end[j:-1]     # the running maximum: intervals before j that outlast it count
         gap = starts > before
         return (np.concatenate([[_I64_MIN], before[gap], self.max_end[-1:]]),
-                np.concatenate([self.start[:1], starts[gap], [big]]))
+                np.concatenate([self.start[j:j + 1], starts[gap], [big]]))
 
 
 def _outlasting(end: np.ndarray, max_end: np.ndarray) -> np.ndarray:
