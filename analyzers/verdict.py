@@ -12,6 +12,8 @@ Decision (thresholds in thresholds.py):
 """
 from __future__ import annotations
 
+import re
+
 from . import thresholds as T
 from .device_timeline import kernel_busy
 
@@ -167,6 +169,10 @@ def headline(top: dict, step_s: float | None, left_out: dict | None = None) -> s
     step = f" of the {step_s * 1e3:.1f} ms step" if step_s else " of the step"
     subject = SUBJECT.get((top["kind"], _clock(top)), f"{top['kind']} took")
     sentence = f"{LABEL[top['kind']]} ({top['severity']}): {subject} {_pct(share)}{step}"
+    # an input-bound verdict names which (analyzers/input_split.py): storage, latency or preprocessing
+    split = re.search(r"\b(storage|latency|preprocessing)-bound\b", top.get("message") or "")
+    if top["kind"] == "io" and split:
+        sentence += f" ({split.group(0)})"
     fixes = list(top.get("fixes") or [])
     open_ = [x for x in fixes if x not in left_out]
     if open_ and gain > 0:
