@@ -151,4 +151,5 @@ def rank(summary: dict) -> list[dict]:
         a.update(fix=fix, kind=f["kind"], other_fixes=fixes[1:],
                  gain_s=a["gain_share"] * step if step else None)
         out.append(a)
-    return sorted(out, key=lambda a: a["gain_share"], reverse=True)
+    # the verdict's action first (one story: verdict, headline, first action), then by the gain each can give
+    return sorted(out, key=lambda a: (a["kind"] != summary.get("bottleneck"), -a["gain_share"]))

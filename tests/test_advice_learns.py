@@ -58,3 +58,12 @@ def test_a_pinned_loader_gets_no_pin_memory_advice():
     assert actions.rank(s)[0]["title"].startswith("Pin host memory")
     pinned = _summary(gpu=s["gpu"], script_uses={"pin_memory": "DataLoader(pin_memory=True)"})
     assert not actions.rank(pinned)[0]["title"].startswith("Pin")
+
+
+def test_the_verdicts_action_comes_first_even_where_another_gains_more():
+    """One story: an io finding graded moderate is no verdict (io needs high), yet it can remove more than the
+    compute verdict's fix; the first action is still the verdict's, the other follows."""
+    s = _summary()
+    s["bottleneck"] = "compute"
+    s["findings"][0]["severity"] = "moderate"
+    assert [a["fix"] for a in actions.rank(s)] == ["amp", "prefetch"]
