@@ -14,13 +14,11 @@ from __future__ import annotations
 
 import re
 
+from .verdict import clock_of
+
 BOUND = ("io", "compute", "launch", "communication")
 TOLERANCE = 0.011          # shares are rounded to whole percent on the page: 1 point each way
 MS_TOLERANCE = 0.06        # ms figures are printed with one decimal
-
-
-def _clock(f: dict) -> str:
-    return "device" if (f.get("evidence") or {}).get("timeline") == "device" else "host"
 
 
 def _headline(s: dict) -> list[str]:
@@ -56,7 +54,7 @@ def _partition(s: dict) -> list[str]:
     by_clock: dict = {}
     for f in s.get("findings") or []:
         if f.get("kind") in BOUND:
-            by_clock.setdefault(_clock(f), []).append(f)
+            by_clock.setdefault(clock_of(f), []).append(f)
     for clock, fs in by_clock.items():
         total = sum(f.get("share", 0.0) for f in fs)
         if total > 1.0 + TOLERANCE:

@@ -99,14 +99,17 @@ def phase_findings(share: dict, steps: int, median_s, steady_s=None) -> list[dic
     return findings
 
 
+def clock_of(f: dict) -> str:
+    """The clock a finding's share is of: "device" (the CUDA timeline) or "host"."""
+    return "device" if (f.get("evidence") or {}).get("timeline") == "device" else "host"
+
+
 def split_host_compute(findings: list[dict]) -> None:
     """On the host clock the framework overhead a trace measures (the launch finding: dispatching tiny ops and the
     Python between them) runs inside the forward/backward/optimizer phases that the compute finding counts. Quoted
     side by side they would add past 100% of the step, so the compute finding keeps the rest: one partition."""
-    launch = next((f for f in findings if f.get("kind") == "launch"
-                   and (f.get("evidence") or {}).get("timeline") != "device"), None)
-    compute = next((f for f in findings if f.get("kind") == "compute"
-                    and (f.get("evidence") or {}).get("timeline") != "device"), None)
+    launch = next((f for f in findings if f.get("kind") == "launch" and clock_of(f) == "host"), None)
+    compute = next((f for f in findings if f.get("kind") == "compute" and clock_of(f) == "host"), None)
     if launch is None or compute is None:
         return
     phases, overhead = compute.get("share", 0.0), min(launch.get("share", 0.0), compute.get("share", 0.0))
@@ -157,8 +160,6 @@ SUBJECT = {
 }
 
 
-def _clock(f: dict) -> str:
-    return "device" if (f.get("evidence") or {}).get("timeline") == "device" else "host"
 
 
 def headline(top: dict, step_s: float | None, left_out: dict | None = None) -> str:
@@ -167,7 +168,7 @@ def headline(top: dict, step_s: float | None, left_out: dict | None = None) -> s
     left_out = left_out or {}
     share, gain = top.get("share", 0.0), removable(top)
     step = f" of the {step_s * 1e3:.1f} ms step" if step_s else " of the step"
-    subject = SUBJECT.get((top["kind"], _clock(top)), f"{top['kind']} took")
+    subject = SUBJECT.get((top["kind"], clock_of(top)), f"{top['kind']} took")
     sentence = f"{LABEL[top['kind']]} ({top['severity']}): {subject} {_pct(share)}{step}"
     # an input-bound verdict names which (analyzers/input_split.py): storage, latency or preprocessing
     split = re.search(r"\b(storage|latency|preprocessing)-bound\b", top.get("message") or "")

@@ -32,7 +32,7 @@ REQUEST = "trace-request.json"
 WINDOW_MARK = "@trace-window"   # ["@trace-window", t, t, first step, steps asked]: which file a window wrote
 DEFAULT_STEPS = 3
 MAX_WINDOWS = 1000              # a run of weeks with --trace-every 1 stays bounded on disk
-MAX_PENDING = 16                # requests queued at once; more are merged into the last (bounded memory)
+MAX_PENDING = 16                # requests queued at once; more are refused with a status line (bounded memory)
 MAX_REQUEST_STEPS = 1000        # a window longer than this is a mistake, not a request
 
 
