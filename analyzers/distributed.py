@@ -248,19 +248,6 @@ def mean_share(ranks: list[RankInput]) -> dict:
     return {p: statistics.fmean(s[p] for s in shares) for p in ALL_PHASES}
 
 
-def pooled_steps(ranks: list[RankInput]) -> StepColumns:
-    cols = [StepColumns.of(r.steps) for r in ranks]
-    if not cols:
-        return StepColumns.empty()
-    names = list(ALL_PHASES)   # every rank's phase names, in one table
-    for c in cols:
-        names += [p for p in c.names if p not in names]
-    return StepColumns(*(np.concatenate([getattr(c, k) for c in cols]) for k in ("index", "start_ns", "end_ns")),
-                       np.concatenate([np.stack([c.phase(p) for p in names], axis=1) if len(c) else
-                                       np.zeros((0, len(names)), np.int64) for c in cols]),
-                       np.concatenate([c.traced for c in cols]), names)
-
-
 def pooled_stats(ranks: list[RankInput]) -> dict:
     """analyzers.steps.step_time_stats and seconds_per_step ("steady") over every rank's steps, from arrays."""
     d = np.sort(np.concatenate([_dur(r) for r in ranks])) / 1e9 if ranks else np.zeros(0)

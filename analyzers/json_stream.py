@@ -1,7 +1,7 @@
 """Stream a Chrome/Kineto trace file: top-level keys one by one, `traceEvents` in batches of parsed events.
 
 A trace of 1 GB never sits in memory as Python objects: the file is read (and gunzipped) in chunks, the event
-array is cut at event boundaries and each batch is parsed at C speed (orjson when installed, else json).
+array is cut at event boundaries and each batch is parsed at C speed (orjson).
 
 Cutting: the last `},` in the buffer is a candidate boundary. Parsing `[` + text up to it + `]` succeeds only when
 the cut is a real top-level boundary (a cut inside an event or a string leaves the array unbalanced), so a wrong
@@ -17,13 +17,7 @@ import json
 import re
 import zlib
 
-try:  # optional: 2-4x faster than the standard library on event batches
-    import orjson as _orjson
-    _loads = _orjson.loads
-    _DecodeErrors: tuple = (ValueError, _orjson.JSONDecodeError)
-except ImportError:  # pragma: no cover - depends on the environment
-    _loads = json.loads
-    _DecodeErrors = (ValueError,)
+import orjson
 
 CHUNK_CHARS = 8 << 20          # read size; a batch of events is at most about this big
 MAX_VALUE_CHARS = 64 << 20     # one event or metadata value larger than this is treated as corrupt
@@ -98,7 +92,7 @@ class Stream:
 
     def __init__(self, path, parse=None):
         self.path = path
-        self._parse = parse or _loads   # text of a JSON array of events -> list; ValueError when not valid JSON
+        self._parse = parse or orjson.loads   # text of a JSON array of events -> list; ValueError when not valid JSON
         self.truncated = ""       # why the readable part ends early; "" when the file is complete
         self.saw_events_key = False
         self.gzipped = False
@@ -212,7 +206,7 @@ class Stream:
             if cut > self._pos:
                 try:
                     batch = self._parse("[" + self._buf[self._pos:cut + 1] + "]")
-                except _DecodeErrors:
+                except ValueError:   # orjson.JSONDecodeError is one
                     batch = None
                 if batch is not None:
                     self._pos = cut + 2

@@ -3,7 +3,7 @@
 Batches come in two shapes. The fast one: `decode_batch` parses a batch of JSON event text straight into small
 fixed-field records (msgspec Structs holding only the fields we read; every other key of an event is skipped
 while parsing, no dict is built). An event that does not fit the record (an `args` that is not an object, an
-array element that is not an object) makes the whole batch fall back to plain dicts (orjson, else json): same
+array element that is not an object) makes the whole batch fall back to plain dicts (orjson): same
 columns, slower. Both shapes feed the same column code, so the results are identical.
 """
 from __future__ import annotations
@@ -13,19 +13,9 @@ import zlib
 from collections import Counter
 from typing import Any
 
+import msgspec
 import numpy as np
-
-try:  # optional at import: without msgspec every batch takes the dict path
-    import msgspec
-except ImportError:  # pragma: no cover - depends on the environment
-    msgspec = None
-
-try:
-    import orjson as _orjson
-    _loads = _orjson.loads
-except ImportError:  # pragma: no cover - depends on the environment
-    import json as _json
-    _loads = _json.loads
+import orjson
 
 ROW_PHASES = ("X", "i", "I")
 INT_ARGS = (("stream", "stream"), ("correlation", "correlation"), ("external_id", "External id"),
@@ -33,26 +23,28 @@ INT_ARGS = (("stream", "stream"), ("correlation", "correlation"), ("external_id"
 COLUMNS = ("name", "cat", "ph", "ts_us", "dur_us", "pid", "tid", "stream", "correlation", "external_id", "device")
 CODED = ("name", "cat", "ph")
 
-if msgspec is not None:
-    class _Args(msgspec.Struct, gc=False):
-        stream: Any = -1
-        correlation: Any = -1
-        external_id: Any = msgspec.field(default=-1, name="External id")
-        device: Any = -1
-        name: Any = None            # process_name / thread_name metadata events
 
-    class _Event(msgspec.Struct, gc=False):
-        ph: Any = None
-        name: Any = None
-        cat: Any = None
-        ts: Any = None
-        dur: Any = None
-        pid: Any = -1
-        tid: Any = -1
-        args: _Args | None = None
+class _Args(msgspec.Struct, gc=False):
+    stream: Any = -1
+    correlation: Any = -1
+    external_id: Any = msgspec.field(default=-1, name="External id")
+    device: Any = -1
+    name: Any = None            # process_name / thread_name metadata events
 
-    _NO_ARGS = _Args()
-    _typed = msgspec.json.Decoder(list[_Event]).decode
+
+class _Event(msgspec.Struct, gc=False):
+    ph: Any = None
+    name: Any = None
+    cat: Any = None
+    ts: Any = None
+    dur: Any = None
+    pid: Any = -1
+    tid: Any = -1
+    args: _Args | None = None
+
+
+_NO_ARGS = _Args()
+_typed = msgspec.json.Decoder(list[_Event]).decode
 
 
 WHOLE_FILE_MAX_BYTES = 256 << 20   # a trace up to this size (uncompressed) is parsed in one piece, not streamed
@@ -63,7 +55,7 @@ def read_whole(path, size: int):
     """The common case at full speed: a complete, well-formed trace small enough to hold as bytes, parsed in one
     call. Returns (metadata dict, event records, gzipped) or None for anything else (too big, truncated, not an
     object, events that do not fit the record...), which the streaming reader then handles and explains."""
-    if msgspec is None or size > WHOLE_FILE_MAX_BYTES:
+    if size > WHOLE_FILE_MAX_BYTES:
         return None
     try:
         with open(path, "rb") as f:
@@ -89,12 +81,10 @@ def read_whole(path, size: int):
 
 def decode_batch(text):
     """Parse a JSON array of events. Raises ValueError when the text is not valid JSON."""
-    if msgspec is not None:
-        try:
-            return _typed(text)
-        except msgspec.ValidationError:   # valid JSON that does not fit the record: plain dicts
-            pass
-    return _loads(text)
+    try:
+        return _typed(text)
+    except msgspec.ValidationError:   # valid JSON that does not fit the record: plain dicts
+        return orjson.loads(text)
 
 
 class Interner:
@@ -205,7 +195,7 @@ class ColumnBuilder:
             self._skip(p, n)
 
     def add(self, batch: list) -> None:
-        if batch and msgspec is not None and batch[0].__class__ is _Event:
+        if batch and batch[0].__class__ is _Event:
             self._add_records(batch)
         else:
             self._add_dicts(batch)

@@ -34,11 +34,7 @@ class Nvml:
         if self._tried:
             return self.lib is not None, self.reason or ""
         self._tried = True
-        try:
-            import pynvml
-        except ImportError:
-            self.reason = "nvidia-ml-py is not installed (pip install nvidia-ml-py)"
-            return False, self.reason
+        import pynvml   # nvidia-ml-py, a dependency of haiprof; without a driver nvmlInit fails below
         try:
             pynvml.nvmlInit()
         except pynvml.NVMLError as e:

@@ -17,7 +17,7 @@ class SystemSampler:
     name = "system"
 
     def __init__(self, root_pid: int, exclude_pids: set | None = None):
-        import psutil  # imported here: availability is checked by the caller, not at import time
+        import psutil  # imported here, in the sampler process only
         self._psutil = psutil
         self.root = psutil.Process(root_pid)
         self.exclude = set(exclude_pids or ()) | {os.getpid()}
@@ -29,11 +29,7 @@ class SystemSampler:
 
     @staticmethod
     def available() -> tuple[bool, str]:
-        try:
-            import psutil  # noqa: F401
-        except ImportError:
-            return False, "psutil is not installed (pip install psutil)"
-        return True, ""
+        return True, ""   # psutil is a dependency of haiprof
 
     def _tree(self) -> list:
         ps = self._psutil

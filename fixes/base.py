@@ -97,9 +97,3 @@ def cuda_available(torch) -> bool:
         return bool(torch.cuda.is_available())
     except Exception:
         return False
-
-
-def module_device_type(module) -> str | None:
-    for p in module.parameters():
-        return p.device.type
-    return None
