@@ -1,5 +1,5 @@
-"""The wheel ships every file the code reads at run time (the report's scripts, plotly, the per-rank entry file),
-and builds without setuptools warning that a folder of them is absent from `packages`."""
+"""The wheel ships every file the code reads at run time (the report's scripts and templates, plotly, the per-rank
+entry file), and builds without setuptools warning that a folder of them is absent from `packages`."""
 import shutil
 import subprocess
 import sys
@@ -21,6 +21,7 @@ def test_wheel_ships_the_data_folders_without_a_packaging_warning(tmp_path):
     assert "is absent from the `packages` configuration" not in r.stdout + r.stderr, r.stdout + r.stderr
     wheel, = (tmp_path / "wheel").glob("haiprof-*.whl")
     shipped = set(zipfile.ZipFile(wheel).namelist())
-    wanted = [p for d in ("haiprof/render/js", "haiprof/render/vendor", "haiprof/runtime/rank_entry")
+    folders = ("haiprof/render/js", "haiprof/render/vendor", "haiprof/render/templates", "haiprof/runtime/rank_entry")
+    wanted = [p for d in folders
               for p in (REPO / d).iterdir() if p.is_file() and p.suffix not in (".pyc",)]
     assert wanted and {str(p.relative_to(REPO)) for p in wanted} <= shipped

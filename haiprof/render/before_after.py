@@ -8,57 +8,53 @@ from __future__ import annotations
 
 from . import plotly_inline
 from .charts import PHASE_COLORS, _layout, safe_text, with_hover
-from .escape import esc
+from .escape import render
 
 BEFORE, AFTER = "#9aa5b1", "#4c78a8"
+TEMPLATE = "before_after.html.j2"
 
 
 def _ms(x) -> str:
     return "n/a" if x is None else f"{x * 1e3:.1f} ms"
 
 
-def _comparison(cmp: dict) -> str:
+def _cells(*texts) -> list:
+    return [(t, 1) for t in texts]
+
+
+def _comparison(cmp: dict) -> list:
+    """The rows of the before/after table."""
     a, b = cmp["before"], cmp["after"]
     speed = f"{cmp['speedup']:.2f}×" if cmp.get("speedup") else "n/a"
-    rows = [
-        f"<tr><td>steady step time</td><td>{_ms(a['step_time_s'])}</td><td>{_ms(b['step_time_s'])}</td>"
-        f"<td>{speed}</td></tr>",
-        f"<tr><td>throughput (steps/s)</td><td>{(a['steps_per_s'] or 0):.2f}</td>"
-        f"<td>{(b['steps_per_s'] or 0):.2f}</td><td></td></tr>",
-        f"<tr><td>verdict</td><td>{esc(a['bottleneck'])}</td><td>{esc(b['bottleneck'])}</td>"
-        f"<td>{'changed' if cmp['verdict_changed'] else 'unchanged'}</td></tr>",
-    ]
+    rows = [_cells("steady step time", _ms(a["step_time_s"]), _ms(b["step_time_s"]), speed),
+            _cells("throughput (steps/s)", f"{(a['steps_per_s'] or 0):.2f}", f"{(b['steps_per_s'] or 0):.2f}", ""),
+            _cells("verdict", a["bottleneck"], b["bottleneck"], "changed" if cmp["verdict_changed"] else "unchanged")]
     for p, r in cmp["phases"].items():
         if r["before_s"] is None or r["after_s"] is None or max(r["before_s"], r["after_s"]) < 1e-5:
             continue
-        rows.append(f"<tr><td>{esc(p)} per step</td><td>{_ms(r['before_s'])}</td><td>{_ms(r['after_s'])}</td>"
-                    f"<td>{r['delta_s'] * 1e3:+.1f} ms</td></tr>")
-    base = f'<p>Baseline: <code>{esc(cmp["baseline_run"])}</code></p>' if cmp.get("baseline_run") else ""
-    return (f'{base}<table class="grid" id="before-after">'
-            f"<tr><th></th><th>before</th><th>after</th><th>change</th></tr>{''.join(rows)}</table>")
+        rows.append(_cells(f"{p} per step", _ms(r["before_s"]), _ms(r["after_s"]), f"{r['delta_s'] * 1e3:+.1f} ms"))
+    return rows
 
 
-def _gain(g: dict) -> str:
+def _gain(g: dict) -> list:
     """Wall time of both runs and, for compile-type fixes, the compile cost and the break-even step."""
     rows = []
     il = g.get("interleaved")
     if il:
-        rows.append(f"<tr><td>interleaved A/B ({il['pairs']} pass pairs, same conditions each)</td>"
-                    f"<td colspan='2'>per pair {il['min']:.2f}× – {il['max']:.2f}× (spread "
-                    f"{100 * il['spread']:.0f}%)</td><td>{il['speedup']:.2f}× median</td></tr>")
+        rows.append([(f"interleaved A/B ({il['pairs']} pass pairs, same conditions each)", 1),
+                     (f"per pair {il['min']:.2f}× – {il['max']:.2f}× (spread {100 * il['spread']:.0f}%)", 2),
+                     (f"{il['speedup']:.2f}× median", 1)])
     if g.get("wall_time_before_s") and g.get("wall_time_after_s"):
         same = g.get("steps_before") == g.get("steps_after")
         ratio = f"{g['wall_speedup']:.2f}×" if same and g.get("wall_speedup") else "different step counts"
-        rows.append(f"<tr><td>whole run wall time</td><td>{g['wall_time_before_s']:.1f} s "
-                    f"({esc(g.get('steps_before'))} steps)</td><td>{g['wall_time_after_s']:.1f} s "
-                    f"({esc(g.get('steps_after'))} steps)</td><td>{esc(ratio)}</td></tr>")
+        rows.append(_cells("whole run wall time", f"{g['wall_time_before_s']:.1f} s ({g.get('steps_before')} steps)",
+                           f"{g['wall_time_after_s']:.1f} s ({g.get('steps_after')} steps)", ratio))
     c = g.get("compile") or {}
     if c.get("cost_s") is not None:
         n = c.get("break_even_step")
         pay = "never (no step is faster)" if n is None else f"pays for itself after step {n}"
-        rows.append(f"<tr><td>compile cost</td><td></td><td>{c['cost_s']:.1f} s</td><td>{esc(pay)}</td></tr>")
-    warn = f'<p class="warn" id="fix-conditions">{esc(g["conditions"])}</p>' if g.get("conditions") else ""
-    return warn + (f'<table class="grid" id="fix-gain">{"".join(rows)}</table>' if rows else "")
+        rows.append(_cells("compile cost", "", f"{c['cost_s']:.1f} s", pay))
+    return rows
 
 
 def phase_figure(cmp: dict) -> dict | None:
@@ -99,30 +95,20 @@ def distribution_figure(dist: dict | None) -> dict | None:
 
 def block(cmp: dict, gain: dict, figs: dict) -> str:
     """Tables, then the two charts (their figure dicts added to figs under ba_phases / ba_steps)."""
-    charts = ""
+    charts = []
     dist = distribution_figure(cmp.get("step_distribution"))
     for key, fig in (("ba_phases", phase_figure(cmp)), ("ba_steps", dist)):
         if fig is not None:
             figs[key] = fig
-            charts += f'<div class="chart" id="fig-{key}"></div>'
-    return _comparison(cmp) + _gain(gain or {}) + charts
+            charts.append(key)
+    gain = gain or {}
+    return render(TEMPLATE, "block", baseline=cmp.get("baseline_run"), rows=_comparison(cmp),
+                  conditions=gain.get("conditions"), gain_rows=_gain(gain), charts=charts)
 
 
 def guard_html(guard: dict | None) -> str:
-    if not guard:
-        return ('<p class="note" id="loss-guard">Loss guard: not available (a run recorded no losses: '
-                'losses.json is missing)</p>')
-    cls = "warn" if guard.get("status") == "diverged" else "note"
-    return (f'<p class="{cls}" id="loss-guard">Loss guard: {esc(guard.get("status"))}: '
-            f'{esc(guard.get("message"))}</p>')
-
-
-PAGE_CSS = """
-body{font-family:system-ui,-apple-system,Segoe UI,Roboto,sans-serif;margin:0 auto;max-width:1100px;padding:16px;color:#222}
-h1{font-size:20px}.warn{color:#b00}.note{color:#666}code{background:#f3f3f3;padding:1px 4px}
-table.grid{border-collapse:collapse;margin:8px 0}table.grid td,table.grid th{border:1px solid #ddd;padding:3px 8px}
-th{text-align:left;background:#fafafa}
-"""
+    return render(TEMPLATE, "guard", available=bool(guard), status=(guard or {}).get("status"),
+                  message=(guard or {}).get("message"))
 
 
 def page(result: dict, name_a: str, name_b: str, notes: list[str] = ()) -> str:
@@ -130,13 +116,7 @@ def page(result: dict, name_a: str, name_b: str, notes: list[str] = ()) -> str:
     cmp, gain = result["comparison"], result.get("gain") or {}
     cmp = {**cmp, "baseline_run": None}   # A, named above
     figs: dict = {}
-    warn = f'<p class="warn" id="fix-regression"><b>{esc(gain["message"])}</b></p>' if gain.get("message") else ""
-    warn += "".join(f'<p class="warn">{esc(n)}</p>' for n in notes)
-    a, b = cmp["before"], cmp["after"]
-    heads = (f'<p>A (before): <code>{esc(name_a)}</code> [{esc(a.get("bottleneck"))}] {esc(a.get("headline"))}</p>'
-             f'<p>B (after): <code>{esc(name_b)}</code> [{esc(b.get("bottleneck"))}] {esc(b.get("headline"))}</p>')
     body = block(cmp, gain, figs) + guard_html(result.get("loss_guard"))
-    return (f'<!DOCTYPE html><html lang="en"><head><meta charset="utf-8"><title>haiprof compare</title>'
-            f'<style>{PAGE_CSS}{plotly_inline.CSS}</style></head><body><h1>haiprof compare: before / after</h1>'
-            f'<section id="compare">{warn}{heads}{body}</section>{plotly_inline.scripts(with_hover(figs))}'
-            f'</body></html>')
+    return render(TEMPLATE, "page", regression=gain.get("message"), notes=list(notes),
+                  runs=[("A (before)", name_a, cmp["before"]), ("B (after)", name_b, cmp["after"])], body=body,
+                  scripts=plotly_inline.scripts(with_hover(figs)))

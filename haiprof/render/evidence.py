@@ -3,7 +3,7 @@ three significant digits, read from the key's name (…_share and thresholds as 
 B/KiB/MiB/GiB, …bytes_per_s as a rate). The raw numbers stay in summary.json."""
 from __future__ import annotations
 
-from .escape import esc
+from .escape import render
 
 # keys holding a share of 1 (thresholds and busy/idle grades) though their names do not say "share"
 SHARE_KEYS = ("moderate", "high", "busy", "idle", "saturated", "others", "host_cpu_busy")
@@ -74,5 +74,4 @@ def rows(evidence: dict, prefix: str = "") -> list[tuple[str, str]]:
 
 
 def table(evidence: dict) -> str:
-    body = "".join(f"<tr><td>{esc(k)}</td><td>{esc(v)}</td></tr>" for k, v in rows(evidence or {}))
-    return f'<table class="kv evidence">{body}</table>' if body else "<p class='note'>no evidence recorded</p>"
+    return render("evidence.html.j2", "table", rows=rows(evidence or {}))

@@ -2,7 +2,8 @@
 then "do this next" and a table of contents.
 
 Sections are small functions (RunData -> HTML fragment, figures) listed in SECTIONS; a new collector or analyzer
-adds its panel by adding a function there. Every string that came from the run goes through `esc`.
+adds its panel by adding a function there. The markup is in templates/ (report.html.j2 for this module's sections
+and the page); the functions compute values, and the template engine escapes every one of them.
 """
 from __future__ import annotations
 
@@ -13,7 +14,9 @@ from pathlib import Path
 import numpy as np
 
 from . import charts, evidence, hardware, plotly_inline
-from .escape import esc
+from markupsafe import Markup
+
+from .escape import render as fragment
 from .gpu import section_gpu      # device-first GPU view (CUDA runs)
 from .top import section_next, toc
 from .ops import section_ops   # op-level trace panel (tracing window)
@@ -43,22 +46,19 @@ def step_columns(steps, keys) -> dict:
 
 
 # -- sections ------------------------------------------------------------------------------------------------
+TEMPLATE = "report.html.j2"
+
+
 def section_verdict(d, figs):
     s = d.summary
-    badge = esc(s["bottleneck"])
-    exit_line = ""
-    if s.get("exit_code") not in (0, None):
-        exit_line = f'<p class="warn">The script exited with code {esc(s["exit_code"])}' + \
-                    (f": {esc(d.meta.get('error'))}" if d.meta.get("error") else "") + "</p>"
-    elif s.get("exit_code") is None:
-        exit_line = '<p class="warn">The run did not finish under haiprof; showing data up to the last flush.</p>'
     steady = s["step_time_s"].get("steady") or s["step_time_s"].get("median")
     facts = (f"{s['steps']} steps, {steady * 1e3:.1f} ms/step (steady)" if steady else f"{s['steps']} steps")
     if s.get("eval_s"):
         facts += (f"; evaluation passes between steps took {s['eval_s']:.2f} s ({100 * s['eval_share']:.0f}% of "
                   f"the run), not counted in the steps")
-    return (f'<section id="verdict"><div class="badge b-{badge}">{badge}</div>'
-            f'<h2 id="headline">{esc(s["headline"])}</h2><p class="facts">{esc(facts)}</p>{exit_line}</section>')
+    code = s.get("exit_code")
+    return fragment(TEMPLATE, "verdict", badge=s["bottleneck"], headline=s["headline"], facts=facts,
+                  exit_code=None if code in (0, None) else code, error=d.meta.get("error"), unfinished=code is None)
 
 
 def _traced(steps) -> list:
@@ -71,10 +71,10 @@ def _traced(steps) -> list:
 def section_phases(d, figs):
     s = d.summary
     if not d.steps:
-        return '<section><h3>Phases</h3><p>No training steps were detected, so there is no phase breakdown.</p></section>'
+        return fragment(TEMPLATE, "no_phases")
     figs["share"] = charts.share_chart(s["phase_share"])
-    host_chart = ""
-    if getattr(d, "device_steps", None):   # CUDA runs: the step chart on the device clock, as the shares above
+    host_chart = bool(getattr(d, "device_steps", None))
+    if host_chart:   # CUDA runs: the step chart on the device clock, as the shares above
         keys = [*PHASES, "busy:estimated", *charts.IDLE_COLORS]
         figs["steps"] = charts.step_chart(step_columns(d.device_steps, keys), s.get("warmup_steps_excluded", 0), keys,
                                           budget=charts.STEP_DETAIL_BUDGET * 2 // 3,
@@ -82,17 +82,13 @@ def section_phases(d, figs):
         figs["host-steps"] = charts.step_chart(step_columns(d.steps, PHASES), s.get("warmup_steps_excluded", 0),
                                                PHASES, budget=charts.STEP_DETAIL_BUDGET // 3,
                                                title="Host time per step by phase (host clock)")
-        host_chart = ("<details><summary>Host time per step (host clock: what the CPU did, not what the GPU "
-                      "waited for)</summary><div class='chart' id='fig-host-steps'></div></details>")
     else:
         figs["steps"] = charts.step_chart(step_columns(d.steps, PHASES), s.get("warmup_steps_excluded", 0), PHASES)
     # the shaded steps, counted from the steps drawn (a job's page draws its reference rank's steps)
     traced = len(_traced(d.steps))
     left = [f"{s['warmup_steps_excluded']} warm-up step(s)"] if s.get("warmup_steps_excluded") else []
     left += [f"{traced} step(s) of the op-level tracing window"] if traced else []
-    note = f"<p class='note'>Shares exclude {' and '.join(left)} (shaded).</p>" if left else ""
-    return (f'<section id="phases"><h3>Phases</h3><div class="chart" id="fig-share"></div>'
-            f'{note}<div class="chart" id="fig-steps"></div>{host_chart}</section>')
+    return fragment(TEMPLATE, "phases", excluded=" and ".join(left), host_chart=host_chart)
 
 
 def section_utilization(d, figs):
@@ -100,8 +96,7 @@ def section_utilization(d, figs):
     if not tl:
         st = d.status.get("system")
         why = st.get("reason") if st and st.get("reason") else "no samples were recorded (the run was too short)"
-        return (f'<section id="utilization"><h3>Utilization</h3>'
-                f'<p class="unavailable">System sampler: {esc(why)}</p></section>')
+        return fragment(TEMPLATE, "no_utilization", why=why)
     axis = charts.step_axis(d)   # lined up with "Time per step" (seconds when there are too few steps)
     figs["cpu"] = charts.timeline_chart("CPU of the process tree", "% of one core", tl["cpu"], axis)
     if tl.get("cpu_host"):
@@ -113,37 +108,26 @@ def section_utilization(d, figs):
     if u.get("cpu_main_pct_mean") is not None:
         facts = (f"training process CPU {u['cpu_main_pct_mean']:.0f}% (mean), workers "
                  f"{u.get('cpu_children_pct_mean') or 0:.0f}%, peak RSS {u.get('rss_bytes_max', 0) / 2**30:.2f} GiB")
-    return (f'<section id="utilization"><h3>Utilization</h3><p>{esc(facts)}</p>'
-            f'<div class="chart" id="fig-cpu"></div>'
-            + ('<div class="chart" id="fig-cpu-host"></div>' if tl.get("cpu_host") else "")
-            + '<div class="chart" id="fig-mem"></div>'
-            '<div class="chart" id="fig-io"></div></section>')
+    return fragment(TEMPLATE, "utilization", facts=facts, cpu_host=bool(tl.get("cpu_host")))
 
 
 def section_findings(d, figs):
-    items = []
+    rows = []
     for f in d.summary["findings"]:
         message = f["message"]
         if message and message in d.summary.get("headline", ""):   # each fact once: the verdict says it
             message = "the verdict above"
-        fixes = ", ".join(f"<code>--fix {esc(fx)}</code>" for fx in f.get("fixes", []))
-        fixes_html = f' <span class="note">(fixes: {fixes})</span>' if fixes else ""
-        items.append(f'<li class="finding sev-{esc(f["severity"])}"><b>{esc(f["kind"])}</b> '
-                     f'<span class="sev">{esc(f["severity"])}</span>: {esc(message)}{fixes_html}'
-                     f'<details><summary>evidence</summary>{evidence.table(f.get("evidence") or {})}'
-                     f'</details></li>')
-    body = "".join(items) or "<li>No findings.</li>"
-    return f'<section id="findings"><h3>Findings</h3><ul>{body}</ul></section>'
+        rows.append({"kind": f["kind"], "severity": f["severity"], "message": message, "fixes": f.get("fixes", []),
+                     "evidence": evidence.table(f.get("evidence") or {})})
+    return fragment(TEMPLATE, "findings", rows=rows)
 
 
 def section_collectors(d, figs):
-    rows = "".join(
-        f"<tr><td>{esc(name)}</td><td>{'available' if st.get('available') else 'unavailable'}</td>"
-        f"<td>{esc(st.get('reason') or '')}</td></tr>" for name, st in sorted(d.status.items()))
+    rows = [(name, "available" if st.get("available") else "unavailable", st.get("reason") or "")
+            for name, st in sorted(d.status.items())]
     det = d.summary["step_detection"]
-    rows += "<tr><td>step detection</td><td></td><td>" + esc(
-        f"step boundaries from {det.get('boundary')}, timing: {det.get('timing')}") + "</td></tr>"
-    return f'<section id="collectors"><h3>Collectors</h3><table class="grid">{rows}</table></section>'
+    rows.append(("step detection", "", f"step boundaries from {det.get('boundary')}, timing: {det.get('timing')}"))
+    return fragment(TEMPLATE, "grid", id="collectors", title="Collectors", rows=rows)
 
 
 def _when(t) -> str:
@@ -159,9 +143,8 @@ def _when(t) -> str:
 def section_meta(d, figs):
     keep = ("command", "cwd", "host", "python", "torch", "cpu_model", "cpu_count", "gpus", "start_time",
             "end_time", "exit_code", "how", "haiprof_version")
-    rows = "".join(f"<tr><td>{esc(k)}</td><td>{esc(_when(d.meta[k]) if k.endswith('_time') else d.meta[k])}</td></tr>"
-                   for k in keep if k in d.meta)
-    return f'<section id="meta"><h3>Run</h3><table class="grid">{rows}</table></section>'
+    rows = [(k, _when(d.meta[k]) if k.endswith("_time") else d.meta[k]) for k in keep if k in d.meta]
+    return fragment(TEMPLATE, "grid", id="meta", title="Run", rows=rows)
 
 
 from .trace_panels import section_trace  # noqa: E402  (haiprof analyze)
@@ -175,23 +158,6 @@ from .fixes_panel import section_fixes  # noqa: E402
 SECTIONS.insert(2, section_fixes)
 # --- end fixes panel ---
 
-CSS = """
-body{font-family:system-ui,-apple-system,Segoe UI,Roboto,sans-serif;margin:0 auto;max-width:1100px;padding:16px;color:#222}
-h1{font-size:18px;color:#555} h2{font-size:24px;margin:8px 0} h3{border-bottom:1px solid #ddd;padding-bottom:4px}
-.badge{display:inline-block;padding:2px 10px;border-radius:10px;color:#fff;background:#777;font-weight:600}
-.b-io{background:#e45756}.b-compute{background:#4c78a8}.b-launch{background:#f58518}.b-communication{background:#b279a2}
-.rank-dists{display:grid;grid-template-columns:repeat(auto-fit,minmax(340px,1fr));gap:8px}.warn{color:#b00}.note,.facts{color:#666}.unavailable{color:#a60}
-.row{display:flex;gap:16px;align-items:center}.row .chart{flex:1}
-table.grid,table.kv{border-collapse:collapse}table.grid td,table.kv td{border:1px solid #ddd;padding:3px 8px;vertical-align:top}
-li.finding{margin:8px 0}.sev{font-size:12px;padding:1px 6px;border-radius:6px;background:#eee}
-.sev-high .sev{background:#f8d0d0}.sev-moderate .sev{background:#fde8c8}
-pre{white-space:pre-wrap;font-size:12px;background:#f6f6f6;padding:6px} code{background:#f3f3f3;padding:1px 4px}
-#next{border:2px solid #4c78a8;border-radius:8px;padding:4px 14px 10px;background:#f5f8fc}#next h3{border:0;margin:6px 0}
-.next-title{font-size:18px;font-weight:600}.next-why,.next-gain,.next-cmd{margin-top:4px}.next-gain{color:#2a7a2a;font-weight:600}
-#toc{margin:12px 0;padding:6px 0;border-bottom:1px solid #ddd;font-size:14px}#toc a{color:#2a5d9f;text-decoration:none}
-table.grid code{word-break:break-all}.scroll-x{max-width:100%;overflow-x:auto}#rank-table td:last-child{word-break:break-all;min-width:14em}th{text-align:left;font-weight:600;background:#fafafa}table.grid th{border:1px solid #ddd;padding:3px 8px}
-"""
-
 TITLES = {"verdict": "Verdict", "next": "Do this next", "fixes": "Fixes", "findings": "Findings", "trace": "Trace",
           "ranks": "Ranks", "gpu": "GPU", "phases": "Phases", "ops": "Op-level trace", "windows": "Tracing windows", "slowest": "Slowest steps",
           "utilization": "Utilization",
@@ -200,15 +166,13 @@ TITLES = {"verdict": "Verdict", "next": "Do this next", "fixes": "Fixes", "findi
 
 def render(d) -> str:
     figs: dict = {}
-    parts = [section(d, figs) for section in SECTIONS]
+    # a section is a template's fragment (Markup); one not yet on templates is HTML escaped by hand, taken as is
+    parts = [Markup(p) for p in (section(d, figs) for section in SECTIONS) if p]
     ids = [m.group(1) for p in parts for m in [re.match(r'<section id="([\w-]+)"', p)] if m]
     nav = toc([(i, TITLES.get(i, i)) for i in ids if i not in ("verdict", "next")])
     top = 2 if len(parts) > 1 and parts[1].startswith('<section id="next"') else 1
-    body = "\n".join(parts[:top] + [nav] + parts[top:])
-    title = f"haiprof: {d.meta.get('target_name', 'run')}"
-    return (f'<!DOCTYPE html><html lang="en"><head><meta charset="utf-8"><title>{esc(title)}</title>'
-            f'<style>{CSS}{plotly_inline.CSS}</style></head><body>'
-            f'<h1>{esc(title)}</h1>{body}{plotly_inline.scripts(charts.with_hover(figs))}</body></html>')
+    return fragment(TEMPLATE, "page", title=f"haiprof: {d.meta.get('target_name', 'run')}", parts=parts, top=top,
+                       nav=nav, scripts=plotly_inline.scripts(charts.with_hover(figs)))
 
 
 def write(d, path: Path) -> Path:

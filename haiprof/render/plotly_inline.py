@@ -9,13 +9,14 @@ import functools
 import gzip
 from pathlib import Path
 
-from .escape import json_for_script
+from markupsafe import Markup
+
+from .escape import json_for_script, render
 
 PLOTLY_VERSION = "4.1.1"   # plotly.js-cartesian-dist-min on npm: bar, scatter, heatmap (vendor/README.md)
 HERE = Path(__file__).parent
 BUNDLE = HERE / "vendor" / "plotly-cartesian.min.js"
 
-CSS = ".chart{min-height:40px}.chart .js-plotly-plot{width:100%}a.zoom-step{cursor:pointer}"
 
 
 @functools.lru_cache(maxsize=1)
@@ -30,8 +31,10 @@ def _our_js() -> str:
     return "\n".join((HERE / "js" / name).read_text(encoding="utf-8") for name in ("steps.js", "draw.js"))
 
 
-def scripts(figs: dict) -> str:
+def scripts(figs: dict) -> Markup:
     """The page's closing scripts (put them last in <body>: they look up the chart elements)."""
-    return (f'<script type="application/json" id="haiprof-figures">{json_for_script(figs)}</script>'
-            f'<script type="application/octet-stream" id="haiprof-plotly">{plotly_b64()}</script>'
-            f'<script>{_our_js()}</script>')
+    # Markup, and safe so: the JSON has every <, > and & as \u00XX (no "</script>" can close the element) and the
+    # scripts are the package's own files; the base64 holds no character the engine would escape.
+    return render("plotly.html.j2", "scripts", figures=Markup(json_for_script(figs)), plotly_b64=plotly_b64(),
+                  js=Markup(_our_js()))
+

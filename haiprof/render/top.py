@@ -4,7 +4,9 @@ from __future__ import annotations
 
 import shlex
 
-from .escape import esc
+from .escape import render
+
+TEMPLATE = "top.html.j2"
 
 
 def fix_command(meta: dict, fix: str) -> str:
@@ -29,28 +31,14 @@ def section_next(d, figs) -> str:
     acts = d.summary.get("next_steps") or []
     st = d.summary.get("step_time_s") or {}
     step_s = st.get("steady") or st.get("median")
-    left = d.summary.get("advice_left_out") or {}
-    left_html = ('<p class="note">Not recommended: ' + "; ".join(f"<code>{esc(fix)}</code> ({esc(why)})"
-                                                                 for fix, why in left.items()) + "</p>") if left else ""
-    if not acts:
-        return f'<section id="next"><h3>Do this next</h3>{left_html}</section>' if left_html else ""
-    a = acts[0]
-    cmd = fix_command(d.meta, a["fix"]) if a.get("fix") else ""
-    gain = _gain(a, step_s)
-    head = (f'<div class="next-main"><div class="next-title">{esc(a["title"])}</div>'
-            f'<div class="next-why">Why: {esc(a["reason"])}.</div>'
-            + (f'<div class="next-gain">{esc(gain)}</div>' if gain else "")
-            + (f'<div class="next-cmd">Try it, measured against this run: <code>{esc(cmd)}</code></div>' if cmd else "")
-            + "</div>")
-    rest = "".join(
-        f"<li>{esc(x['title'])}" + (f" ({esc(_gain(x, step_s))})" if _gain(x, step_s) else "")
-        + (f": <code>{esc(fix_command(d.meta, x['fix']))}</code>" if x.get("fix") else "") + "</li>"
-        for x in acts[1:4])
-    rest = f'<p class="note">Then:</p><ol class="next-rest">{rest}</ol>' if rest else ""
-    return f'<section id="next"><h3>Do this next</h3>{head}{rest}{left_html}</section>'
+    left = list((d.summary.get("advice_left_out") or {}).items())
+    if not acts and not left:
+        return ""
+    rows = [{"title": a["title"], "reason": a["reason"], "gain": _gain(a, step_s),
+             "cmd": fix_command(d.meta, a["fix"]) if a.get("fix") else ""} for a in acts[:4]]
+    return render(TEMPLATE, "next", first=rows[0] if rows else None, rest=rows[1:], left_out=left)
 
 
-def toc(sections_html: list[tuple[str, str]]) -> str:
-    """sections_html: (id, title) of the sections present, in page order."""
-    links = " · ".join(f'<a href="#{esc(i)}">{esc(t)}</a>' for i, t in sections_html)
-    return f'<nav id="toc">{links}</nav>'
+def toc(sections: list[tuple[str, str]]) -> str:
+    """sections: (id, title) of the sections present, in page order."""
+    return render(TEMPLATE, "toc", links=sections)
