@@ -9,7 +9,9 @@ def _results(fx: dict) -> list:
     rows = []
     for r in fx.get("results") or []:
         det = r.get("details") or {}
-        extra = f" (compile time {det['compile_s']:.1f} s, paid in the first compiled steps)" if "compile_s" in det else ""
+        extra = ""
+        if "compile_s" in det:
+            extra = f" (compile time {det['compile_s']:.1f} s, paid in the first compiled steps)"
         rows.append({"id": r["id"], "status": r["status"], "reason": r.get("reason"), "extra": extra})
     return rows
 

@@ -5,7 +5,7 @@ from __future__ import annotations
 import numpy as np
 
 from . import charts
-from .escape import esc
+from .escape import render
 
 IDLE_LABELS = {"dataloader": "host waiting for the DataLoader", "h2d": "host in a synchronous copy",
                "forward": "host dispatching forward", "backward": "host dispatching backward",
@@ -91,79 +91,58 @@ def _sig(x: float) -> str:
     return f"{x:.3g}"
 
 
-def _kernels(g: dict) -> str:
+def _kernels(g: dict) -> dict:
     steps = g.get("steps")
-    per = f" per traced step ({steps} steps)" if steps else ""
-    rows = "".join(
-        f'<tr><td><code title="{esc(k["full_name"])}">{esc(k["name"])}</code>'
-        + (f' <span class="note">({k["variants"]} variants)</span>' if k.get("variants", 1) > 1 else "")
-        + f'</td><td>{esc(k.get("launched_by") or "n/a")}</td><td>{"yes" if k.get("tensor_cores") else "no"}</td>'
-        f'<td>{k["count"]}</td><td>{_sig(k["total_us"] / 1e3 / (steps or 1))}</td><td>{_sig(k["mean_us"])}</td>'
-        f'<td>{_pct(k["share"])}</td></tr>'
-        for k in g["top_kernels"])
     tc = g.get("tensor_core_share")
-    tc_note = (f" Tensor cores (by kernel name: tf32/bf16/f16/hmma… against ffma/simt): {_pct(tc)} of kernel "
-               f"time." if tc is not None else "")
-    head = (f"<h4>Top kernels by GPU time</h4><p class='note'>{g['kernel_count']} kernel launches of "
-            f"{g['distinct_kernels']} distinct kernels in the tracing window; times{esc(per)}.{esc(tc_note)}</p>")
-    return (head + '<table class="grid" id="top-kernels"><tr><th>kernel</th><th>launched by</th><th>tensor cores</th>'
-            f"<th>launches</th><th>ms</th><th>mean µs</th><th>share of GPU time</th></tr>{rows}</table>")
+    rows = [{"full_name": k["full_name"], "name": k["name"],
+             "variants": k["variants"] if k.get("variants", 1) > 1 else None,
+             "launched_by": k.get("launched_by") or "n/a", "tensor_cores": "yes" if k.get("tensor_cores") else "no",
+             "launches": k["count"], "ms": _sig(k["total_us"] / 1e3 / (steps or 1)), "mean_us": _sig(k["mean_us"]),
+             "share": _pct(k["share"])} for k in g["top_kernels"]]
+    return {"launches": g["kernel_count"], "distinct": g["distinct_kernels"], "rows": rows,
+            "per": f" per traced step ({steps} steps)" if steps else "",
+            "tc_note": (f" Tensor cores (by kernel name: tf32/bf16/f16/hmma… against ffma/simt): {_pct(tc)} of "
+                        f"kernel time." if tc is not None else "")}
 
 
 def _gbs(x) -> str:
     return "n/a" if not x else f"{x:.1f}"
 
 
-def _copies(g: dict) -> str:
-    if not g["copies"]:
-        return "<p class='note'>No copies or memsets on the device in the tracing window.</p>"
-    rows = "".join(
-        f"<tr><td>{esc(c['kind'])}</td><td>{c['count']}</td><td>{c['bytes'] / 1e6:.1f}</td>"
-        f"<td>{c['total_us'] / 1e3:.2f}</td><td>{_gbs(c['gb_per_s'])}</td>"
-        f"<td>{_pct(c['share'])}</td></tr>" for c in g["copies"])
-    return ("<h4>Copies by kind</h4><table class='grid' id='gpu-copies'><tr><th>kind</th><th>count</th><th>MB</th>"
-            f"<th>ms</th><th>GB/s</th><th>share of GPU time</th></tr>{rows}</table>")
+def _copies(g: dict) -> list:
+    return [(c["kind"], c["count"], f"{c['bytes'] / 1e6:.1f}", f"{c['total_us'] / 1e3:.2f}", _gbs(c["gb_per_s"]),
+             _pct(c["share"])) for c in g["copies"]]
 
 
-def _memory(d, figs, host_steps: list) -> str:
+def _memory(d, figs, host_steps: list) -> dict:
     mem = d.summary.get("memory")
     f = next((x for x in d.summary.get("findings", []) if x.get("kind") == "memory"), None)
-    warn = f'<p class="warn">{esc(f["message"])}</p>' if f else ""
+    warn = f["message"] if f else ""
     if not mem or not mem.get("per_step"):
-        return ("<h4>Memory</h4>" + warn + "<p class='unavailable'>Per-step device memory was not recorded for "
-                "this run (recorded by haiprof run on CUDA from the allocator's counters).</p>")
+        return {"warn": warn, "facts": ""}
     figs["gpu-mem"] = _memory_chart(mem, host_steps)
     cap = mem.get("capacity_bytes")
     facts = (f"peak allocated {mem['peak_allocated_bytes'] / 2**30:.2f} GiB, peak reserved "
              f"{mem['peak_reserved_bytes'] / 2**30:.2f} GiB" + (f" of {cap / 2**30:.1f} GiB "
              f"({_pct(mem['peak_share_of_capacity'])})" if cap else ""))
-    return f"<h4>Memory</h4>{warn}<p>{esc(facts)}</p><div class='chart' id='fig-gpu-mem'></div>"
+    return {"warn": warn, "facts": facts}
 
 
 def section_gpu(d, figs) -> str:
     dev, g = d.summary.get("device"), d.summary.get("gpu")
     if not dev and not g:
         return ""
-    parts = []
     steps = getattr(d, "steps", None)
     host_steps = (steps.index.tolist() if hasattr(steps, "arrays")   # the step chart's categories
                   else [st.index for st in steps or []])
+    device, idle_rows = None, []
     if dev:
         idle = dev.get("idle_by_host") or {}
         total_idle = sum(idle.values()) or 1.0
-        parts.append(f"<p>On the device clock a steady step takes {dev['steady_step_s'] * 1e3:.1f} ms: the GPU is "
-                     f"busy {_pct(dev['busy_share'])} (kernels and copies) and idle {_pct(dev['idle_share'])} "
-                     f"of it.</p>")
+        device = {"step_ms": f"{dev['steady_step_s'] * 1e3:.1f}", "busy": _pct(dev["busy_share"]),
+                  "idle": _pct(dev["idle_share"])}
         figs["gpu-steps"] = _busy_chart(d, dev, d.summary.get("warmup_steps_excluded", 0), host_steps)
-        rows = "".join(f"<tr><td>{esc(IDLE_LABELS.get(k, k))}</td><td>{_pct(v)}</td><td>{_pct(v / total_idle)}</td></tr>"
-                       for k, v in sorted(idle.items(), key=lambda kv: -kv[1]) if v >= 0.005)
-        parts.append('<div class="chart" id="fig-gpu-steps"></div><h4>Why the GPU was idle</h4>'
-                     '<table class="grid" id="gpu-idle"><tr><th>what the host was doing</th><th>share of step</th>'
-                     f"<th>share of idle time</th></tr>{rows}</table>")
-    if g:
-        parts += [_kernels(g), _copies(g)]
-    else:
-        parts.append("<p class='unavailable'>No kernel trace for this run: kernels and copies are listed from "
-                     "the op-level tracing window.</p>")
-    parts.append(_memory(d, figs, host_steps))
-    return f'<section id="gpu"><h3>GPU</h3>{"".join(parts)}</section>'
+        idle_rows = [(IDLE_LABELS.get(k, k), _pct(v), _pct(v / total_idle))
+                     for k, v in sorted(idle.items(), key=lambda kv: -kv[1]) if v >= 0.005]
+    return render("gpu.html.j2", "section", device=device, idle_rows=idle_rows, kernels=_kernels(g) if g else None,
+                  copies=_copies(g) if g else [], memory=_memory(d, figs, host_steps))

@@ -7,7 +7,9 @@ units (kB/s, MB/s, GB/s); a cross-NUMA chart with nothing on it is a sentence in
 from __future__ import annotations
 
 from . import charts
-from .escape import esc
+from .escape import render
+
+TEMPLATE = "hardware.html.j2"
 
 
 def _missing(missing: list, *names: str) -> str:
@@ -41,50 +43,37 @@ def _watts(x) -> str:
     return "n/a" if x is None else f"{x:.0f} W"
 
 
-def _panel(pid: str, title: str, body: str) -> str:
-    return f'<div class="hw-panel" id="hw-{pid}"><h4>{esc(title)}</h4>{body}</div>'
-
-
 def _gpu(d, hw, tl, figs, missing, axis) -> str:
     devs = hw.get("gpu", {}).get("devices") or {}
     if not devs:
         return _missing(missing, "gpu")
-    rows = "".join(
-        f"<tr><td>{esc(i)}</td><td>{esc(g['name'])}</td><td>{_pct(g.get('sm_util_pct_steady_mean'))}</td>"
-        f"<td>{_pct(g['sm_util_pct_mean'])}</td><td>{_watts(g.get('power_w_steady_mean'))}</td>"
-        f"<td>{g['mem_used_bytes_max'] / 2**30:.2f} GiB</td>"
-        f"<td>{esc(', '.join(g['throttle_reasons_seen']) or '-')}</td></tr>" for i, g in devs.items())
+    rows = [(i, g["name"], _pct(g.get("sm_util_pct_steady_mean")), _pct(g["sm_util_pct_mean"]),
+             _watts(g.get("power_w_steady_mean")), f"{g['mem_used_bytes_max'] / 2**30:.2f} GiB",
+             ", ".join(g["throttle_reasons_seen"]) or "-") for i, g in devs.items()]
     g = tl.get("gpu", {})
     figs["hw-gpu-util"] = charts.timeline_chart("GPU SM utilization", "%", g.get("util", []), axis)
     figs["hw-gpu-power"] = charts.timeline_chart("GPU power", "W", g.get("power", []), axis)
     figs["hw-gpu-mem"] = charts.timeline_chart("GPU memory used", "GiB", g.get("memory", []), axis)
-    return _panel("gpu", "GPUs", f'<table class="grid"><tr><td>#</td><td>name</td><td>SM util, steady steps</td>'
-                  f'<td>SM util, whole run</td><td>power, steady steps</td><td>peak memory</td><td>throttled by</td>'
-                  f'</tr>{rows}</table>'
-                  '<div class="chart" id="fig-hw-gpu-util"></div><div class="chart" id="fig-hw-gpu-power"></div>'
-                  '<div class="chart" id="fig-hw-gpu-mem"></div>')
+    return render(TEMPLATE, "gpu", rows=rows)
 
 
 def _links(d, hw, tl, figs, missing, axis) -> str:
     links = hw.get("links", {})
-    rows = ""
+    rows = []
     for group in ("infiniband", "nic"):
         for key, s in links.get(group, {}).items():
             cap = s.get("capacity_bytes_per_s")
             share = s.get("peak_share_of_capacity")
-            rows += (f"<tr><td>{esc(group)}</td><td>{esc(key)}</td><td>{_fmt_rate(s.get('tx_bytes_per_s_mean'))}</td>"
-                     f"<td>{_fmt_rate(s.get('rx_bytes_per_s_mean'))}</td>"
-                     f"<td>{'unknown' if not cap else f'{cap * 8 / 1e9:.0f} Gb/s'}</td>"
-                     f"<td>{'n/a' if share is None else f'{100 * share:.1f}%'}</td></tr>")
-    notes = "" if links.get("infiniband") else _missing(missing, "infiniband")
+            rows.append((group, key, _fmt_rate(s.get("tx_bytes_per_s_mean")), _fmt_rate(s.get("rx_bytes_per_s_mean")),
+                         "unknown" if not cap else f"{cap * 8 / 1e9:.0f} Gb/s",
+                         "n/a" if share is None else f"{100 * share:.1f}%"))
+    if not links.get("infiniband"):
+        _missing(missing, "infiniband")
     if not rows:
         return _missing(missing, "nic")
     figs["hw-links"] = charts.timeline_chart("Link throughput", "MB/s", _rate_series(d, tl.get("links", []), 1e-6),
                                              axis)
-    return _panel("links", "InfiniBand and NICs (throughput vs link rate)",
-                  f'{notes}<table class="grid"><tr><td>kind</td><td>port</td><td>tx mean</td><td>rx mean</td>'
-                  f'<td>link rate</td><td>peak share of link</td></tr>{rows}</table>'
-                  '<div class="chart" id="fig-hw-links"></div>')
+    return render(TEMPLATE, "links", rows=rows)
 
 
 def _numa(d, hw, tl, figs, missing, axis) -> str:
@@ -96,39 +85,32 @@ def _numa(d, hw, tl, figs, missing, axis) -> str:
              f"{_fmt_rate(cross.get('cross_node_bytes_per_s'))} "
              f"({100 * (cross.get('cross_node_share') or 0):.1f}% of allocations)")
     series = _rate_series(d, tl.get("numa", []), 1e-6)
-    if any(v for _, _, ys in series for v in ys):
+    chart = any(v for _, _, ys in series for v in ys)
+    if chart:
         figs["hw-numa"] = charts.timeline_chart("Cross-NUMA allocations", "MB/s", series, axis)
-        chart = "<div class='chart' id='fig-hw-numa'></div>"
-    else:
-        chart = "<p class='note' id='hw-numa-none'>No cross-NUMA traffic: every sampled allocation was node-local.</p>"
-    rows = "".join(f"<tr><td>{esc(p['pid'])}</td><td>{esc(p['role'])}</td><td>{esc(p['cpus'])}</td>"
-                   f"<td>{esc(p['nodes'])}</td></tr>" for p in place.get("processes", []))
-    devs = "".join(f"<tr><td>{esc(k)}</td><td>{esc(x['bdf'])}</td><td>{esc(x['numa_node'])}</td></tr>"
-                   for k in ("gpus", "nics") for x in place.get(k, []))
-    return _panel("numa", "NUMA", f"<p>{esc(facts)}</p>{chart}"
-                  f"<table class='grid'><tr><td>pid</td><td>role</td><td>CPU affinity</td><td>nodes</td></tr>{rows}"
-                  f"</table><table class='grid'><tr><td>device</td><td>PCI</td><td>node</td></tr>{devs}</table>")
+    return render(TEMPLATE, "numa", facts=facts, chart=chart,
+                  processes=[(p["pid"], p["role"], p["cpus"], p["nodes"]) for p in place.get("processes", [])],
+                  devices=[(k, x["bdf"], x["numa_node"]) for k in ("gpus", "nics") for x in place.get(k, [])])
 
 
 def _disks(d, hw, tl, figs, missing, axis) -> str:
-    disks, membw, body = hw.get("disks") or {}, hw.get("membw") or {}, ""
+    disks, membw = hw.get("disks") or {}, hw.get("membw") or {}
     if disks:
         figs["hw-disks"] = charts.timeline_chart("Disk throughput", "MB/s", _rate_series(d, tl.get("disks", []), 1e-6),
                                                  axis)
-        rows = "".join(f"<tr><td>{esc(k)}</td><td>{_fmt_rate(v['read_bytes_per_s_mean'])}</td>"
-                       f"<td>{_fmt_rate(v['write_bytes_per_s_mean'])}</td><td>{(v['reads_per_s_mean'] or 0):.0f}</td>"
-                       f"<td>{100 * (v['busy_share_mean'] or 0):.0f}%</td></tr>" for k, v in disks.items())
-        body = (f"<table class='grid'><tr><td>device</td><td>read</td><td>write</td><td>reads/s</td><td>busy</td>"
-                f"</tr>{rows}</table><div class='chart' id='fig-hw-disks'></div>")
     else:
         _missing(missing, "storage")
     if membw:
         figs["hw-membw"] = charts.timeline_chart("Memory bandwidth", "MB/s", _rate_series(d, tl.get("membw", []), 1e-6),
                                                  axis)
-        body += "<div class='chart' id='fig-hw-membw'></div>"
     else:
         _missing(missing, "membw")
-    return _panel("disks", "Disks and memory bandwidth", body) if body else ""
+    if not disks and not membw:
+        return ""
+    rows = [(k, _fmt_rate(v["read_bytes_per_s_mean"]), _fmt_rate(v["write_bytes_per_s_mean"]),
+             f"{(v['reads_per_s_mean'] or 0):.0f}", f"{100 * (v['busy_share_mean'] or 0):.0f}%")
+            for k, v in disks.items()]
+    return render(TEMPLATE, "disks", rows=rows, membw=bool(membw))
 
 
 def _energy(d, figs, missing) -> str:
@@ -147,7 +129,7 @@ def _energy(d, figs, missing) -> str:
     facts = (f"{en['joules_total']:.1f} J over {en['steps']} steady steps (warm-up and traced steps left out), "
              f"median {en['joules_per_step_median']:.2f} J/step; "
              f"{100 * en['waiting_for_input_share']:.0f}% spent waiting for input; by phase: {shares}")
-    return _panel("energy", "Energy", f"<p>{esc(facts)}</p><div class='chart' id='fig-hw-energy'></div>")
+    return render(TEMPLATE, "energy", facts=facts)
 
 
 def _input(d) -> str:
@@ -155,7 +137,7 @@ def _input(d) -> str:
     if io is None:
         return ""
     kind = io["evidence"].get("input_bound")
-    return _panel("input", "Input pipeline", f"<p><b>{esc(kind)}-bound</b>: {esc(io['recommendation'])}</p>")
+    return render(TEMPLATE, "input", kind=kind, recommendation=io["recommendation"])
 
 
 def section_hardware(d, figs) -> str:
@@ -168,7 +150,4 @@ def section_hardware(d, figs) -> str:
     parts = [_input(d), _gpu(d, hw, tl, figs, missing, axis), _energy(d, figs, missing),
              _links(d, hw, tl, figs, missing, axis), _numa(d, hw, tl, figs, missing, axis),
              _disks(d, hw, tl, figs, missing, axis)]
-    if missing:
-        parts.append(f'<p class="unavailable" id="hw-missing">Not collected on this run: {esc(", ".join(missing))} '
-                     f'(why, and how to enable each: <a href="#collectors">Collectors</a>)</p>')
-    return f'<section id="hardware"><h3>Hardware</h3>{"".join(parts)}</section>'
+    return render(TEMPLATE, "section", panels=[p for p in parts if p], missing=missing)

@@ -5,7 +5,7 @@ from __future__ import annotations
 
 import numpy as np
 
-from .escape import esc
+from .escape import render
 from .gpu import device_per_step
 
 PHASE_ORDER = ("dataloader", "h2d", "forward", "backward", "optimizer", "allreduce", "other")
@@ -35,19 +35,13 @@ def section_slowest(d, figs) -> str:
         return ""
     median = (d.summary.get("step_time_s") or {}).get("median")
     per_step = _device_of(d, [int(r["step"]) for r in rows])
-    head = "".join(f"<th>{p}</th>" for p in PHASE_ORDER)
-    body = []
+    out = []
     for r in rows:
         ph = r.get("phases_ms") or {}
-        cells = "".join(f"<td>{ph[p]:.3g}</td>" if ph.get(p) else "<td></td>" for p in PHASE_ORDER)
         step = int(r["step"])
-        did = "; ".join(x for x in (r.get("host"), _gpu(per_step, step)) if x)
-        body.append(f'<tr data-step="{step}"><td><a class="zoom-step" href="#fig-steps" data-step="{step}" '
-                    f'title="show step {step} in the step chart">{step}</a></td><td><b>{r["time_ms"]:.3g}</b></td>'
-                    f'{cells}<td>{esc(did)}</td><td>{esc("; ".join(r.get("notes") or []))}</td></tr>')
-    ref = f" The median step is {median * 1e3:.3g} ms." if median else ""
-    return (f'<section id="slowest"><h3>Slowest steps</h3><p class="note">The {len(rows)} slowest steps after '
-            f'warm-up and outside the tracing windows, in ms.{ref} Click a step to see it in the step chart.</p>'
-            f'<div style="overflow-x:auto"><table class="grid" id="slowest-table"><tr><th>step</th><th>time</th>'
-            f'{head}<th>host and GPU around it</th><th>what else happened</th></tr>{"".join(body)}</table></div>'
-            f'</section>')
+        out.append({"step": step, "time": f"{r['time_ms']:.3g}",
+                    "phases": [f"{ph[p]:.3g}" if ph.get(p) else "" for p in PHASE_ORDER],
+                    "did": "; ".join(x for x in (r.get("host"), _gpu(per_step, step)) if x),
+                    "notes": "; ".join(r.get("notes") or [])})
+    return render("slowest.html.j2", "section", rows=out, phases=PHASE_ORDER,
+                  median=f"{median * 1e3:.3g}" if median else "")

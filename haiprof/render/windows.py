@@ -2,7 +2,7 @@
 it (summary.json `trace_windows`; only when the run traced more than its first window)."""
 from __future__ import annotations
 
-from .escape import esc
+from .escape import render
 
 
 def _ms(x) -> str:
@@ -13,15 +13,7 @@ def section_windows(d, figs) -> str:
     windows = d.summary.get("trace_windows") or []
     if len(windows) < 2:
         return ""   # the one window after warm-up is the op-level trace section's
-    rows = ["<tr><th>trace file</th><th>steps</th><th>per step in the window</th><th>per step around it</th>"
-            "<th>slower in the window</th></tr>"]
-    for w in windows:
-        name = w.get("file")
-        link = f'<a href="{esc(name)}">{esc(name)}</a>' if name else "not written (the run ended inside it?)"
-        slow = "n/a" if w.get("slowdown") is None else f"{w['slowdown']:.2f}×"
-        rows.append(f"<tr><td>{link}</td><td>{w['first_step']}–{w['last_step']}</td><td>{_ms(w['step_ms'])}</td>"
-                    f"<td>{_ms(w.get('around_ms'))}</td><td>{slow}</td></tr>")
-    return (f'<section id="windows"><h3>Tracing windows</h3><p class="note">{len(windows)} windows traced op by '
-            f'op (open a file in ui.perfetto.dev); their steps are left out of the statistics. Around: up to 20 '
-            f'untraced steps on each side. A window is slower by what the profiler costs on these steps.</p>'
-            f'<table class="grid">{"".join(rows)}</table></section>')
+    rows = [{"file": w.get("file"), "steps": f"{w['first_step']}–{w['last_step']}", "inside": _ms(w["step_ms"]),
+             "around": _ms(w.get("around_ms")),
+             "slower": "n/a" if w.get("slowdown") is None else f"{w['slowdown']:.2f}×"} for w in windows]
+    return render("windows.html.j2", "section", rows=rows)
