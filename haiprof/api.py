@@ -252,12 +252,12 @@ def profile(out: str | os.PathLike | None = None, name: str = "profile", sample_
     """
     from haiprof.collectors.phases import PhaseRecorder
 
-    from .runtime import session
+    from .runtime import run_setup, session
 
-    opts = session.RunOptions(script=None, module=None, args=[], out=None, quiet=quiet,
-                              sample_interval_s=sample_interval_s)
-    run_dir = session.claim_out_dir(out, name)
-    meta = session.collect_meta(opts, name, run_dir)
+    opts = run_setup.RunOptions(script=None, module=None, args=[], out=None, quiet=quiet,
+                                sample_interval_s=sample_interval_s)
+    run_dir = run_setup.claim_out_dir(out, name)
+    meta = run_setup.collect_meta(opts, name, run_dir)
     # the process that profiles itself: its own command line (a list, as meta.json's readers expect)
     meta.update(target_argv=[sys.executable, *sys.argv], command=None, how="profile()")
     run_dir.write_meta(meta)

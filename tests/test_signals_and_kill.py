@@ -120,12 +120,12 @@ def test_between_the_scripts_end_and_the_data_on_disk_sigterm_is_only_noted(tmp_
     # and gives the original back once the data is written.
     import os
     from haiprof.runtime import launcher
-    from haiprof.runtime.session import _SigtermDeferred
+    from haiprof.runtime.teardown import SigtermDeferred
     script = tmp_path / "noop.py"
     script.write_text("x = 1\n")
     original = signal.signal(signal.SIGTERM, signal.SIG_DFL)
     try:
-        term = _SigtermDeferred()
+        term = SigtermDeferred()
         outcome = launcher.run(str(script), [], sigterm_after=term)
         assert outcome.exit_code == 0 and signal.getsignal(signal.SIGTERM) is term
         with term:

@@ -1,6 +1,6 @@
 """`haiprof run [options] (SCRIPT | -m MODULE) [ARGS...]`: parse our options, leave the script's to it, start it.
 
-One process goes to runtime/session.py; torch.distributed jobs (--nproc-per-node, or a torchrun line after `--`)
+One process goes to runtime/script_run.py; torch.distributed jobs (--nproc-per-node, or a torchrun line after `--`)
 go to runtime/distributed.py.
 """
 from __future__ import annotations
@@ -156,7 +156,7 @@ def cmd_run(argv: list[str]) -> int:
         if ns.steps is not None and ns.steps < 1:
             raise UserError("--steps must be at least 1")
         if ns.snapshot_every is not None:   # the ranks' sessions read it from their environment
-            from ..runtime.session import SNAPSHOT_ENV
+            from ..runtime.run_setup import SNAPSHOT_ENV
             os.environ[SNAPSHOT_ENV] = repr(ns.snapshot_every)
         return distributed.run_job(ns, target, list(argv))
     module = script = None
@@ -172,7 +172,8 @@ def cmd_run(argv: list[str]) -> int:
         raise UserError("--steps must be at least 1")
     if ns.trace_steps < 0:
         raise UserError("--trace-steps must be 0 (off) or more")
-    from ..runtime.session import RunOptions, run
+    from ..runtime.run_setup import RunOptions
+    from ..runtime.script_run import run
     opts = RunOptions(script=script, module=module, args=args, out=ns.out, steps=ns.steps, quiet=ns.quiet,
                       sample_interval_s=ns.sample_interval, haiprof_argv=list(argv),
                       trace_steps=ns.trace_steps, fix=ns.fix, trace_at=trace_at_steps(ns.trace_at),

@@ -126,7 +126,7 @@ def job_meta(ns, haiprof_argv, launch_argv, user, target_name) -> dict:
 def run_job(ns, target: list[str], haiprof_argv: list[str]) -> int:
     """Start the job, wait for it, write the merged report; returns torchrun's exit code (1 if a rank failed)."""
     from ..analysis.report import finish
-    from . import session
+    from . import run_setup
 
     launch_argv = torchrun_argv(ns, target)
     probe_dir = Path(ns.out) if ns.out else None
@@ -134,7 +134,7 @@ def run_job(ns, target: list[str], haiprof_argv: list[str]) -> int:
     args, user = rewrite(launch_argv, probe_dir or Path("."), ns.steps, ns.sample_interval, ns.trace_steps,
                          getattr(ns, "fix", None), **trace)
     target_name = Path(user[0]).stem if user[0] != "-m" else user[1].split(".")[-1]
-    run_dir = session.claim_out_dir(ns.out, target_name)
+    run_dir = run_setup.claim_out_dir(ns.out, target_name)
     args, user = rewrite(launch_argv, run_dir.path, ns.steps, ns.sample_interval, ns.trace_steps,
                          getattr(ns, "fix", None), **trace)
     run_dir.write_meta(job_meta(ns, haiprof_argv, launch_argv, user, target_name))

@@ -1,4 +1,5 @@
-"""`haiprof run`: wire the collectors around the user's script, then analyse and render.
+"""Wire the collectors around the user's script: `profile_target`, shared by `haiprof run` (script_run.py) and
+each rank of a distributed job (worker.py).
 
 Order matters for overhead and safety: the side sampler starts first (it runs in its own process), the hooks are
 installed just before the script runs and removed right after, and every failure of ours is reported on one line
@@ -6,107 +7,19 @@ without touching the script's exit code.
 """
 from __future__ import annotations
 
+import contextlib
 import os
-import platform
 import signal
-import socket
 import sys
 import time
-from dataclasses import dataclass, field
-from pathlib import Path
 from typing import Callable
 
-from ..analysis.report import finish
-from ..errors import UserError, keep_stderr, say, stderr_retaken
+from ..errors import say, stderr_retaken
 from ..rundir import PHASES_BIN, RunDir
-from ..version import __version__
 from . import launcher
-from .conditions import CpuWait, setup_conditions
+from .conditions import CpuWait
+from .run_setup import RunOptions
 from .teardown import SigtermDeferred, Unwritten, exit_forked_child, finishing_report
-
-SAMPLE_INTERVAL_S = 0.5
-
-
-@dataclass
-class RunOptions:
-    script: str | None
-    module: str | None
-    args: list
-    out: str | None = None
-    steps: int | None = None
-    quiet: bool = False
-    sample_interval_s: float = SAMPLE_INTERVAL_S
-    haiprof_argv: list = field(default_factory=list)
-    trace_steps: int = 3          # op-level tracing window (torch.profiler); 0 disables it
-    trace_at: tuple = ()          # more windows: at these steps (--trace-at) ...
-    trace_every_min: float | None = None   # ... and every so many minutes (--trace-every)
-    fix: str | None = None        # --fix spec ("prefetch,amp" or "auto"), see fixrun.py
-    interleave: int = 0           # --interleave N: N baseline/fixed pass pairs before a --fix run (fixrun.py)
-    # a snapshot report of the run so far every so many minutes (--snapshot-every; 0: none); a distributed job's
-    # ranks get it through the environment
-    snapshot_every_min: float = field(default_factory=lambda: _env_minutes(SNAPSHOT_ENV, SNAPSHOT_EVERY_MIN))
-
-
-SNAPSHOT_ENV, SNAPSHOT_EVERY_MIN = "HAIPROF_SNAPSHOT_EVERY_MIN", 5.0
-
-
-def _env_minutes(name: str, default: float) -> float:
-    try:
-        return max(0.0, float(os.environ.get(name, default)))
-    except ValueError:
-        return default
-
-
-DEFAULT_PARENT = "haiprof-runs"
-
-
-def claim_out_dir(out: str | None, target_name: str) -> RunDir:
-    """The run's own new directory, absolute (see RunDir.claim / claim_new); OutDirError if it cannot be."""
-    return RunDir.claim(out) if out else RunDir.claim_new(DEFAULT_PARENT, target_name)
-
-
-def _cpu_model() -> str:
-    try:
-        with open("/proc/cpuinfo", encoding="utf-8") as f:
-            for line in f:
-                if line.startswith("model name"):
-                    return line.split(":", 1)[1].strip()
-    except OSError:
-        pass
-    return platform.processor() or platform.machine()
-
-
-def _gpus() -> list[str]:
-    # The driver's procfs lists GPUs without creating a CUDA context in the training process.
-    out = []
-    for info in sorted(Path("/proc/driver/nvidia/gpus").glob("*/information")):
-        try:
-            for line in info.read_text().splitlines():
-                if line.startswith("Model:"):
-                    out.append(line.split(":", 1)[1].strip())
-        except OSError:
-            continue
-    return out
-
-
-def collect_meta(opts: RunOptions, target_name: str, run_dir: RunDir) -> dict:
-    import torch
-    meta = {
-        "run_dir": str(run_dir.path),   # where this run (a rank: on its own node) wrote its data
-        "haiprof_version": __version__, "haiprof_argv": opts.haiprof_argv,
-        "target_argv": ([sys.executable, "-m", opts.module] if opts.module else [sys.executable, opts.script])
-        + list(opts.args),
-        "command": " ".join(["haiprof", "run", *opts.haiprof_argv]) if opts.haiprof_argv else None,
-        "target_name": target_name, "script": opts.script, "module": opts.module, "argv": list(opts.args),
-        "cwd": os.getcwd(), "host": socket.gethostname(), "pid": os.getpid(),
-        "python": platform.python_version(), "torch": torch.__version__,
-        "cpu_model": _cpu_model(), "cpu_count": os.cpu_count(),
-        "cpu_affinity": len(os.sched_getaffinity(0)) if hasattr(os, "sched_getaffinity") else None,
-        "gpus": _gpus(), "start_time": time.time(), "start_monotonic_ns": time.monotonic_ns(),
-        "end_time": None, "exit_code": None,
-    }
-    meta["conditions"] = setup_conditions(meta)   # what a --fix comparison checks (runtime/conditions.py)
-    return meta
 
 
 def start_sidecar(run_dir: RunDir, interval_s: float, snapshot_s: float = 0.0):
@@ -138,91 +51,6 @@ def note_reopened(run_dir: RunDir, appender, sidecar) -> None:
                               "haiprof reopened its files and never wrote to the script's: " + "; ".join(lost))
 
 
-def run(opts: RunOptions) -> int:
-    """Run the target under the collectors; return the exit code python would have returned."""
-    t_setup = time.perf_counter()
-    target = opts.module or opts.script
-    target_name = Path(target.rstrip("/")).stem if opts.script else opts.module.split(".")[-1]
-    try:
-        launcher._check_target(opts.script, opts.module)   # bad target: fail before creating anything
-    except launcher.ScriptSyntaxError as e:   # the user's own error: python's caret display, exit 1
-        sys.stderr.write(e.text)
-        return 1
-    keep_stderr()   # before the script can replace or close sys.stderr: our messages go to fd 2 as it is now
-    run_dir = claim_out_dir(opts.out, target_name)   # a bad --out fails here, before the script starts
-    out_dir = run_dir.path
-    t_torch = time.perf_counter()
-    import torch  # noqa: F401  (the script imports it anyway; timed apart from our own set-up)
-    t_torch = time.perf_counter() - t_torch
-    meta = collect_meta(opts, target_name, run_dir)
-    if os.environ.get("RANK", "").isdigit():   # a rank's baseline is the same rank's earlier run
-        meta.setdefault("rank", int(os.environ["RANK"]))
-    # --- fixes (haiprof run --fix): choose them (may run a diagnosis pass) before our run dir exists ---
-    from . import fixrun
-    try:
-        fix_plan = fixrun.plan(opts, out_dir, target_name, fixrun.target_key(meta),
-                                  meta.get("conditions")) if opts.fix else None
-    except fixrun.ScriptFailedInDiagnosis as e:   # the script's own failure, shown above: its exit code, as python
-        _remove_if_empty(run_dir)
-        if e.label == "diagnosis":
-            _say(f"haiprof: --fix auto: the script failed during the diagnosis pass (exit {e.code}; its output is "
-                 f"above and in {e.run}): nothing to diagnose, nothing applied")
-        else:   # a baseline or an interleaved pass: the real run would fail alike
-            _say(f"haiprof: --fix: the script failed during a {e.label} pass (exit {e.code}; its output is above "
-                 f"and in {e.run}): the run is not started")
-        return e.code
-    except BaseException:
-        _remove_if_empty(run_dir)
-        raise
-    if fix_plan is not None:
-        # the run starts now: a baseline or interleaved passes run above are not its wall time
-        meta.update(start_time=time.time(), start_monotonic_ns=time.monotonic_ns())
-        meta.update(fixes_requested=fixrun.format_requested(fix_plan), fix_source=fix_plan.source,
-                    baseline_run=fix_plan.baseline_run, diagnosis_run=fix_plan.diagnosis_run)
-    # --- end fixes ---
-    try:
-        run_dir.write_meta(meta)
-    except OSError as e:   # a full (or read-only) disk at start: one line, nothing left behind, no script run
-        _remove_new_run_dir(run_dir)
-        raise UserError(f"cannot write the run directory {run_dir.path}: {e.strerror or e}") from None
-    setup_s = time.perf_counter() - t_setup - t_torch
-
-    # Live status line on stderr, only on a terminal (runtime/progress.py). Here, not in profile_target: the
-    # ranks of a distributed job share one terminal and must not each draw a line.
-    from .progress import LiveStatus
-    live = LiveStatus.start_if_tty(run_dir.file(PHASES_BIN), quiet=opts.quiet)
-
-    def on_exit(run_dir: RunDir, outcome) -> None:
-        t_teardown = time.perf_counter()
-        if live is not None:
-            live.stop()
-        if getattr(run_dir, "unwritten", None):   # the disk is full: said once, with the command for later
-            return
-        finish(run_dir, quiet=opts.quiet)
-        # haiprof's own cost, for the overhead benchmark: set-up (torch import excluded) and teardown.
-        try:
-            run_dir.update_meta(overhead_s={"setup": round(setup_s, 4), "torch_import": round(t_torch, 4),
-                                            "teardown": round(time.perf_counter() - t_teardown, 4)})
-        except OSError:
-            pass   # a full disk: said once already (profile_target); the exit code stays the script's
-
-    return profile_target(run_dir, opts, on_exit, fix_plan)
-
-
-def _remove_new_run_dir(run_dir: RunDir) -> None:
-    """Take back the directory claim_out_dir just made (new or empty, so nothing of the user's is in it)."""
-    import shutil
-    shutil.rmtree(run_dir.path, ignore_errors=True)
-
-
-def _remove_if_empty(run_dir: RunDir) -> None:
-    try:
-        (run_dir.path / "samples").rmdir()
-        run_dir.path.rmdir()
-    except OSError:
-        pass
-
-
 def _install(run_dir: RunDir, name: str, collector) -> bool:
     try:
         collector.install()
@@ -248,31 +76,65 @@ def profile_target(run_dir: RunDir, opts: RunOptions, on_exit: Callable, fix_pla
 
     # no snapshots for --fix auto's short diagnosis pass
     snapshot_s = 0.0 if os.environ.get(fixrun.DIAGNOSIS_ENV) == "1" else opts.snapshot_every_min * 60
-    sidecar = start_sidecar(run_dir, opts.sample_interval_s, snapshot_s)
-    appender = run_dir.phase_appender().start()
-    recorder = PhaseRecorder(appender.append, max_steps=opts.steps)
-    recorder.drain_from(appender.before_flush)   # CUDA events resolved on the flush thread
-    ddp = DDPCommObserver(appender.append)     # DDP gradient sync, read-only (no comm hook)
-    sharded = ShardedCommObserver(appender.append)   # FSDP's all-gathers and reduce-scatters, issue to completion
-    fix_session = fixrun.FixSession(run_dir, fix_plan)   # fixes and loss capture, installed before the recorder
-    fix_session.start()
-    if fix_session.losses is not None:   # CPU losses to floats on disk as the run goes (a SIGKILL keeps them)
-        appender.before_flush.append(fix_session.losses.drain)
-    hooks_ok = _install(run_dir, "phases", recorder)
-    _install(run_dir, "ddp", ddp)
-    _install(run_dir, "sharded", sharded)   # after the recorder: its wrappers go around the recorder's
-    # Op-level tracing window: a few steps after warm-up. Windows asked for later: --trace-at, --trace-every,
-    # `haiprof trace RUN_DIR` (its request file is looked for on the flush thread, never on the training thread).
-    # TraceRequests drives them all from the optimizer-step hook, one at a time (two profilers crash torch).
-    window = TraceWindow(run_dir.path, appender.append, run_dir.record_status, active_steps=opts.trace_steps)
-    requests = TraceRequests(run_dir.path, appender.append, run_dir.record_status, window, at_steps=opts.trace_at,
-                             every_s=opts.trace_every_min * 60 if opts.trace_every_min else None,
-                             steps=opts.trace_steps or 3)
-    recorder.step_callbacks.append(requests.on_step)
-    appender.before_flush.append(requests.poll)
+    unwritten = Unwritten(run_dir)   # a full disk: the script's exit stays its own (see there)
+    hooks_ok = False
+    # The run's end is one sequence, whichever way the run ends (the script's end, or stop_here below): each
+    # thing started pushes its undo here, so the undos run in the reverse order of these pushes, and a failure
+    # while starting undoes what had been started.
+    with contextlib.ExitStack() as starting:
+        sidecar = start_sidecar(run_dir, opts.sample_interval_s, snapshot_s)
+        starting.callback(stop_sidecar, sidecar)
+        appender = run_dir.phase_appender().start()
+        recorder = PhaseRecorder(appender.append, max_steps=opts.steps)
+        recorder.drain_from(appender.before_flush)   # CUDA events resolved on the flush thread
+
+        def data_written() -> None:
+            unwritten.note("phases.bin", appender.failed)
+            note_reopened(run_dir, appender, sidecar)
+            if hooks_ok:
+                roots = recorder.narrowed_to
+                run_dir.record_status("phases", True, "" if roots is None else
+                                      f"forward timed on {roots} root module(s) after step 2")
+        starting.callback(data_written)
+        starting.callback(unwritten.attempt, "phases.bin", appender.close)
+        ddp = DDPCommObserver(appender.append)     # DDP gradient sync, read-only (no comm hook)
+        sharded = ShardedCommObserver(appender.append)   # FSDP's all-gathers and reduce-scatters, issue to completion
+        fix_session = fixrun.FixSession(run_dir, fix_plan)   # fixes and loss capture, installed before the recorder
+        fix_session.start()
+        starting.callback(unwritten.attempt, "losses.json", fix_session.finish)
+        if fix_session.losses is not None:   # CPU losses to floats on disk as the run goes (a SIGKILL keeps them)
+            appender.before_flush.append(fix_session.losses.drain)
+        # Op-level tracing window: a few steps after warm-up. Windows asked for later: --trace-at, --trace-every,
+        # `haiprof trace RUN_DIR` (its request file is looked for on the flush thread, never on the training
+        # thread). TraceRequests drives them all from the optimizer-step hook, one at a time (two profilers crash
+        # torch).
+        window = TraceWindow(run_dir.path, appender.append, run_dir.record_status, active_steps=opts.trace_steps)
+        requests = TraceRequests(run_dir.path, appender.append, run_dir.record_status, window,
+                                 at_steps=opts.trace_at,
+                                 every_s=opts.trace_every_min * 60 if opts.trace_every_min else None,
+                                 steps=opts.trace_steps or 3)
+        starting.callback(requests.close)
+        starting.callback(window.close)      # before appender.close(): it writes the window's end mark
+        for collector in (recorder, ddp, sharded):   # removed in the reverse order: sharded, ddp, recorder
+            starting.callback(collector.uninstall)
+        hooks_ok = _install(run_dir, "phases", recorder)
+        _install(run_dir, "ddp", ddp)
+        _install(run_dir, "sharded", sharded)   # after the recorder: its wrappers go around the recorder's
+        recorder.step_callbacks.append(requests.on_step)
+        appender.before_flush.append(requests.poll)
+        teardown = starting.pop_all()
     outcome = None
     owner_pid = os.getpid()
     term = SigtermDeferred()
+
+    def end(outcome_, **how) -> None:
+        """Undo what was started, then write how the run ended; a write that fails is said once (Unwritten)."""
+        teardown.close()
+        unwritten.attempt("meta.json", lambda: run_dir.update_meta(
+            end_time=time.time(), end_monotonic_ns=time.monotonic_ns(), exit_code=outcome_.exit_code,
+            how=outcome_.how, error=outcome_.error, steps_limit=opts.steps, **how, cpu_wait_share=wait.share()))
+        unwritten.say()
+
     if opts.steps:
         def stop_here(swallowed: bool = False) -> None:
             """The data is written and the process ends, without unwinding the script: at --fix auto's
@@ -284,17 +146,7 @@ def profile_target(run_dir: RunDir, opts: RunOptions, on_exit: Callable, fix_pla
                 _say(f"haiprof: --steps {opts.steps}: the script caught the stop (a bare except:?) and went on; "
                      f"the run is written and the process ends here (exit 0, the script's finally blocks not run)")
             outcome_ = launcher.Outcome(0, "step-limit")
-            sharded.uninstall()
-            ddp.uninstall()
-            recorder.uninstall()
-            window.close()
-            requests.close()
-            fix_session.finish()
-            appender.close()
-            stop_sidecar(sidecar)
-            run_dir.update_meta(end_time=time.time(), end_monotonic_ns=time.monotonic_ns(), exit_code=0,
-                                how="step-limit", error=None, steps_limit=opts.steps, cleanup_skipped=True,
-                                cpu_wait_share=wait.share())
+            end(outcome_, cleanup_skipped=True)
             on_exit(run_dir, outcome_)
             for stream in (sys.stdout, sys.stderr):
                 try:
@@ -314,28 +166,9 @@ def profile_target(run_dir: RunDir, opts: RunOptions, on_exit: Callable, fix_pla
             exit_forked_child(outcome)
         with finishing_report(run_dir) as finishing:
             with term:   # until the data is on disk a SIGTERM is only noted (see SigtermDeferred)
-                sharded.uninstall()
-                ddp.uninstall()
-                recorder.uninstall()
-                window.close()      # before appender.close(): it writes the window's end mark
-                requests.close()
-                unwritten = Unwritten(run_dir)   # a full disk: the script's exit stays its own (see there)
-                unwritten.attempt("losses.json", fix_session.finish)
-                unwritten.attempt("phases.bin", appender.close)
-                unwritten.note("phases.bin", appender.failed)
-                note_reopened(run_dir, appender, sidecar)
-                if hooks_ok:
-                    roots = recorder.narrowed_to
-                    run_dir.record_status("phases", True, "" if roots is None else
-                                          f"forward timed on {roots} root module(s) after step 2")
-                stop_sidecar(sidecar)
                 if outcome is None:  # we are being torn down by something we did not catch
                     outcome = launcher.Outcome(1, "exception", error="haiprof interrupted")
-                unwritten.attempt("meta.json", lambda: run_dir.update_meta(
-                    end_time=time.time(), end_monotonic_ns=time.monotonic_ns(), exit_code=outcome.exit_code,
-                    how=outcome.how, error=outcome.error, steps_limit=opts.steps,
-                    script_uses=dict(recorder.script_uses), cpu_wait_share=wait.share()))
-                unwritten.say()
+                end(outcome, script_uses=dict(recorder.script_uses))
             if term.signum is not None and outcome.reraise_signal is None:
                 outcome.reraise_signal = term.signum   # end of it after on_exit, with the status it would give
             finishing.guard_sigterm(term.signum)   # a SIGTERM while the report is written: noted, report finished
@@ -356,6 +189,3 @@ def profile_target(run_dir: RunDir, opts: RunOptions, on_exit: Callable, fix_pla
 
 def _say(line: str) -> None:
     say(line)   # the process's own stderr (errors.keep_stderr), never the script's replacement
-
-
-_SigtermDeferred = SigtermDeferred   # its name before it moved to teardown.py, still importable from here

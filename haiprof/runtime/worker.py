@@ -18,7 +18,7 @@ import socket
 import sys
 from pathlib import Path
 
-from . import session
+from . import run_setup, session
 from .rank_gather import RankGather, rank_dir_name
 from ..errors import keep_stderr, say
 from ..rundir import RunDir
@@ -29,8 +29,8 @@ RANK_ENV = ("RANK", "LOCAL_RANK", "WORLD_SIZE", "LOCAL_WORLD_SIZE", "GROUP_RANK"
 
 def parse(argv: list[str]) -> tuple[dict, list[str]]:
     """Our options up to `--`; `--local-rank=N` (torchrun without --use-env) belongs to the user's script."""
-    opts = {"run_dir": None, "steps": None, "sample_interval": session.SAMPLE_INTERVAL_S, "trace_steps": "3", "fix": None,
-            "trace_at": None, "trace_every": None}
+    opts = {"run_dir": None, "steps": None, "sample_interval": run_setup.SAMPLE_INTERVAL_S, "trace_steps": "3",
+            "fix": None, "trace_at": None, "trace_every": None}
     passthrough = []
     i = 0
     while i < len(argv):
@@ -86,13 +86,14 @@ def main(argv: list[str]) -> int:
     keep_stderr()   # before the script runs: our messages go to fd 2 as it is now (errors.keep_stderr)
     run_dir = RunDir.create(run_root / rank_dir_name(rank))
     target_name = Path(script.rstrip("/")).stem if script else module.split(".")[-1]
-    ropts = session.RunOptions(script=script, module=module, args=args, steps=steps,
-                               sample_interval_s=float(opts["sample_interval"]),
-                               trace_steps=int(opts["trace_steps"]), fix=opts["fix"],
-                               trace_at=tuple(int(x) for x in opts["trace_at"].split(",")) if opts["trace_at"] else (),
-                               trace_every_min=float(opts["trace_every"]) if opts["trace_every"] else None)
+    ropts = run_setup.RunOptions(script=script, module=module, args=args, steps=steps,
+                                 sample_interval_s=float(opts["sample_interval"]),
+                                 trace_steps=int(opts["trace_steps"]), fix=opts["fix"],
+                                 trace_at=tuple(int(x) for x in opts["trace_at"].split(","))
+                                 if opts["trace_at"] else (),
+                                 trace_every_min=float(opts["trace_every"]) if opts["trace_every"] else None)
     gather = RankGather(run_root, rank, world)
-    meta = session.collect_meta(ropts, target_name, run_dir)
+    meta = run_setup.collect_meta(ropts, target_name, run_dir)
     meta.update(info, distributed_rank=True, gather_token=gather.token)
     run_dir.write_meta(meta)
     gather.start()

@@ -1,0 +1,100 @@
+"""What a profiled run starts from: its options, its new directory and the meta.json written before the script
+runs (host, versions, hardware). Shared by `haiprof run`, each rank of a distributed job and `haiprof.profile()`.
+"""
+from __future__ import annotations
+
+import os
+import platform
+import socket
+import sys
+import time
+from dataclasses import dataclass, field
+from pathlib import Path
+
+from ..rundir import RunDir
+from ..version import __version__
+from .conditions import setup_conditions
+
+SAMPLE_INTERVAL_S = 0.5
+
+
+@dataclass
+class RunOptions:
+    script: str | None
+    module: str | None
+    args: list
+    out: str | None = None
+    steps: int | None = None
+    quiet: bool = False
+    sample_interval_s: float = SAMPLE_INTERVAL_S
+    haiprof_argv: list = field(default_factory=list)
+    trace_steps: int = 3          # op-level tracing window (torch.profiler); 0 disables it
+    trace_at: tuple = ()          # more windows: at these steps (--trace-at) ...
+    trace_every_min: float | None = None   # ... and every so many minutes (--trace-every)
+    fix: str | None = None        # --fix spec ("prefetch,amp" or "auto"), see fixrun.py
+    interleave: int = 0           # --interleave N: N baseline/fixed pass pairs before a --fix run (fixrun.py)
+    # a snapshot report of the run so far every so many minutes (--snapshot-every; 0: none); a distributed job's
+    # ranks get it through the environment
+    snapshot_every_min: float = field(default_factory=lambda: _env_minutes(SNAPSHOT_ENV, SNAPSHOT_EVERY_MIN))
+
+
+SNAPSHOT_ENV, SNAPSHOT_EVERY_MIN = "HAIPROF_SNAPSHOT_EVERY_MIN", 5.0
+
+
+def _env_minutes(name: str, default: float) -> float:
+    try:
+        return max(0.0, float(os.environ.get(name, default)))
+    except ValueError:
+        return default
+
+
+DEFAULT_PARENT = "haiprof-runs"
+
+
+def claim_out_dir(out: str | None, target_name: str) -> RunDir:
+    """The run's own new directory, absolute (see RunDir.claim / claim_new); OutDirError if it cannot be."""
+    return RunDir.claim(out) if out else RunDir.claim_new(DEFAULT_PARENT, target_name)
+
+
+def _cpu_model() -> str:
+    try:
+        with open("/proc/cpuinfo", encoding="utf-8") as f:
+            for line in f:
+                if line.startswith("model name"):
+                    return line.split(":", 1)[1].strip()
+    except OSError:
+        pass
+    return platform.processor() or platform.machine()
+
+
+def _gpus() -> list[str]:
+    # The driver's procfs lists GPUs without creating a CUDA context in the training process.
+    out = []
+    for info in sorted(Path("/proc/driver/nvidia/gpus").glob("*/information")):
+        try:
+            for line in info.read_text().splitlines():
+                if line.startswith("Model:"):
+                    out.append(line.split(":", 1)[1].strip())
+        except OSError:
+            continue
+    return out
+
+
+def collect_meta(opts: RunOptions, target_name: str, run_dir: RunDir) -> dict:
+    import torch
+    meta = {
+        "run_dir": str(run_dir.path),   # where this run (a rank: on its own node) wrote its data
+        "haiprof_version": __version__, "haiprof_argv": opts.haiprof_argv,
+        "target_argv": ([sys.executable, "-m", opts.module] if opts.module else [sys.executable, opts.script])
+        + list(opts.args),
+        "command": " ".join(["haiprof", "run", *opts.haiprof_argv]) if opts.haiprof_argv else None,
+        "target_name": target_name, "script": opts.script, "module": opts.module, "argv": list(opts.args),
+        "cwd": os.getcwd(), "host": socket.gethostname(), "pid": os.getpid(),
+        "python": platform.python_version(), "torch": torch.__version__,
+        "cpu_model": _cpu_model(), "cpu_count": os.cpu_count(),
+        "cpu_affinity": len(os.sched_getaffinity(0)) if hasattr(os, "sched_getaffinity") else None,
+        "gpus": _gpus(), "start_time": time.time(), "start_monotonic_ns": time.monotonic_ns(),
+        "end_time": None, "exit_code": None,
+    }
+    meta["conditions"] = setup_conditions(meta)   # what a --fix comparison checks (runtime/conditions.py)
+    return meta
