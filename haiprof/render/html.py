@@ -14,8 +14,6 @@ from pathlib import Path
 import numpy as np
 
 from . import charts, evidence, hardware, plotly_inline
-from markupsafe import Markup
-
 from .escape import render as fragment
 from .gpu import section_gpu      # device-first GPU view (CUDA runs)
 from .top import section_next, toc
@@ -166,8 +164,8 @@ TITLES = {"verdict": "Verdict", "next": "Do this next", "fixes": "Fixes", "findi
 
 def render(d) -> str:
     figs: dict = {}
-    # a section is a template's fragment (Markup); one not yet on templates is HTML escaped by hand, taken as is
-    parts = [Markup(p) for p in (section(d, figs) for section in SECTIONS) if p]
+    # each section is a template's fragment (Markup), or "" when it has nothing to show
+    parts = [p for p in (section(d, figs) for section in SECTIONS) if p]
     ids = [m.group(1) for p in parts for m in [re.match(r'<section id="([\w-]+)"', p)] if m]
     nav = toc([(i, TITLES.get(i, i)) for i in ids if i not in ("verdict", "next")])
     top = 2 if len(parts) > 1 and parts[1].startswith('<section id="next"') else 1

@@ -3,7 +3,9 @@ the top ops and, on GPU traces, kernels and GPU idle time. Every name from the t
 from __future__ import annotations
 
 from . import charts
-from .escape import esc as _esc
+from .escape import render
+
+TEMPLATE = "ops.html.j2"
 
 SHARE_PARTS = (  # (summary key, label, colour); they add up to the traced step
     ("heavy_share", "compute-heavy ops (matmul/conv/attention)", "#4c78a8"),
@@ -53,16 +55,12 @@ def ops_per_step_chart(counts: list) -> dict:
             "layout": _layout("Ops per traced step", "", "ops", height=240)}
 
 
-def _top_ops_table(top: list) -> str:
-    rows = "".join(
-        f"<tr><td><code>{_esc(o['name'])}</code></td><td>{_esc(o['kind'])}</td><td>{o['per_step']:.1f}</td>"
-        f"<td>{o['median_self_us']:.1f}</td><td>{o['total_ms']:.2f}</td><td>{100 * o['share']:.1f}%</td></tr>"
-        for o in top)
-    return ('<table class="grid" id="top-ops"><tr><th>op</th><th>kind</th><th>per step</th>'
-            '<th>median self µs</th><th>total self ms</th><th>share of traced steps</th></tr>' + rows + "</table>")
+def _top_ops(top: list) -> list:
+    return [(o["name"], o["kind"], f"{o['per_step']:.1f}", f"{o['median_self_us']:.1f}", f"{o['total_ms']:.2f}",
+             f"{100 * o['share']:.1f}%") for o in top]
 
 
-def _gpu_html(g: dict, figs: dict, steady_busy: float | None = None) -> str:
+def _gpu_facts(g: dict, figs: dict, steady_busy: float | None = None) -> list:
     figs["kernel-hist"] = histogram_chart(g["kernel_duration_histogram"], "Kernel durations", "kernels")
     idle = g["idle_us"]
     idle_total = sum(idle.values()) or 1.0
@@ -80,23 +78,18 @@ def _gpu_html(g: dict, figs: dict, steady_busy: float | None = None) -> str:
                                             for k, v in idle.items())),
              ("launch delay (mean)", "n/a" if ls["mean_launch_delay"] is None
               else f"{ls['mean_launch_delay']:.1f} µs over {ls['n']} launches")]
-    rows = "".join(f"<tr><td>{_esc(k)}</td><td>{_esc(v)}</td></tr>" for k, v in facts)
-    return f'<h4>GPU kernels</h4><table class="kv">{rows}</table><div class="chart" id="fig-kernel-hist"></div>'
+    return facts
 
 
 def section_ops(d, figs) -> str:
     op = d.summary.get("launch")
     status = d.status.get("trace") or {}
     if not op:
-        why = status.get("reason") or "no trace was recorded"
-        return (f'<section id="ops"><h3>Op-level trace</h3>'
-                f'<p class="unavailable">Tracing window: {_esc(why)}</p></section>')
-    link = (f'<p class="note">Trace of the window: <a href="{_esc(op.get("trace"))}">{_esc(op.get("trace"))}</a> '
-            f'(opens in ui.perfetto.dev or chrome://tracing). {_esc(status.get("reason", ""))}. These steps are '
-            f'left out of the phase statistics above.</p>')
+        return render(TEMPLATE, "unavailable", why=status.get("reason") or "no trace was recorded")
+    values = {"trace": op.get("trace"), "reason": status.get("reason", ""), "error": op.get("error"), "host": None,
+              "fold_host": False, "gpu": None}
     if op.get("error"):
-        return f'<section id="ops"><h3>Op-level trace</h3>{link}<p class="warn">{_esc(op["error"])}</p></section>'
-    parts = [link]
+        return render(TEMPLATE, "section", **values)
     cpu, gpu = op.get("cpu"), op.get("gpu")
     if cpu:
         figs["op-share"] = share_chart(cpu)
@@ -105,18 +98,13 @@ def section_ops(d, figs) -> str:
         varies = len(set(counts)) > 1
         if varies:   # identical bars say nothing the sentence below does not
             figs["ops-per-step"] = ops_per_step_chart(counts)
-        host = (
-            f'<p class="facts">{cpu["ops_per_step"]:.0f} ops per step over {cpu["steps"]} traced step(s) '
-            f'(median step {cpu["step_ms_median"]:.1f} ms with the profiler on); median op self time '
-            f'{cpu["op_self_us_median"]:.1f} µs, p90 {cpu["op_self_us_p90"]:.1f} µs; tiny ops alone '
-            f'{100 * cpu["tiny_share"]:.0f}% of the step.</p>'
-            '<div class="chart" id="fig-op-share"></div><div class="row"><div class="chart" id="fig-op-hist"></div>'
-            + ('<div class="chart" id="fig-ops-per-step"></div>' if varies else "")
-            + '</div><h4>Top ops by self time</h4>' + _top_ops_table(cpu["top_ops"]))
-        if gpu or d.summary.get("device"):   # a GPU run: the host's view is secondary to the GPU section
-            host = ("<details><summary>Host-side view of the traced steps (CPU ops; the GPU section above says "
-                    f"what the device did)</summary>{host}</details>")
-        parts.append(host)
+        facts = (f'{cpu["ops_per_step"]:.0f} ops per step over {cpu["steps"]} traced step(s) (median step '
+                 f'{cpu["step_ms_median"]:.1f} ms with the profiler on); median op self time '
+                 f'{cpu["op_self_us_median"]:.1f} µs, p90 {cpu["op_self_us_p90"]:.1f} µs; tiny ops alone '
+                 f'{100 * cpu["tiny_share"]:.0f}% of the step.')
+        values["host"] = {"facts": facts, "varies": varies, "top": _top_ops(cpu["top_ops"])}
+        # a GPU run: the host's view is secondary to the GPU section
+        values["fold_host"] = bool(gpu or d.summary.get("device"))
     if gpu:
-        parts.append(_gpu_html(gpu, figs, (d.summary.get("device") or {}).get("busy_share")))
-    return f'<section id="ops"><h3>Op-level trace</h3>{"".join(parts)}</section>'
+        values["gpu"] = _gpu_facts(gpu, figs, (d.summary.get("device") or {}).get("busy_share"))
+    return render(TEMPLATE, "section", **values)

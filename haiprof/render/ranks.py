@@ -2,7 +2,7 @@
 from __future__ import annotations
 
 from . import charts, rank_charts
-from .escape import esc as _esc
+from .escape import render
 
 PHASES = ("dataloader", "h2d", "forward", "backward", "optimizer", "allreduce", "other")
 
@@ -35,7 +35,7 @@ HEAD = ["rank", "host · node · local rank", "status", "steps", "median / p90 m
         *(SHORT[p] for p in PHASES), "data via: directory on its host"]
 
 
-def _row(r: dict) -> str:
+def _row(r: dict) -> dict:
     share = r.get("phase_share") or {}
     where = f"{r.get('host') or '?'} · node {r.get('node_rank', '?')} · local {r.get('local_rank', '?')}"
     status = f"{r.get('status')}" + (f" ({r.get('exit_code')})" if r.get("exit_code") not in (0, None) else "")
@@ -45,30 +45,20 @@ def _row(r: dict) -> str:
              "" if work is None else f"{work:.1f}"] + \
             [_pct(share.get(p)) if share else "" for p in PHASES] + \
             [f"{r.get('source')}: {r['dir']}" if r.get("dir") else r.get("source")]
-    cls = "" if r.get("status") in ("ok", "elsewhere") else ' class="warn"'
-    return f"<tr{cls}>" + "".join(f"<td>{_esc(c)}</td>" for c in cells) + "</tr>"
+    return {"cells": cells, "warn": r.get("status") not in ("ok", "elsewhere")}
 
 
-def _table(rows: list, table_id: str) -> str:
-    head = "".join(f"<th>{h}</th>" for h in HEAD)
-    return (f'<div class="scroll-x"><table class="grid" id="{table_id}"><tr>{head}</tr>'
-            f'{"".join(_row(r) for r in rows)}</table></div>')
-
-
-def _tables(dist: dict) -> str:
+def _tables(dist: dict) -> dict:
     """Every rank when there are few; else the outliers and the ranks with problems, the rest a click away."""
     rows = dist["ranks"]
+    every = [_row(r) for r in rows]
     if len(rows) <= FULL_TABLE:
-        return _table(rows, "rank-table")
+        return {"head": HEAD, "every": every, "full": False, "picked": []}
     out = dist.get("outliers") or {}
     named = {r["rank"] for r in out.get("ranks", [])} | {k for n in out.get("nodes", []) for k in n["slow_ranks"]}
     named |= {s["rank"] for s in dist.get("stragglers", [])} | {p["rank"] for p in dist.get("problems", [])}
-    picked = [r for r in rows if r["rank"] in named]
-    note = (f"<p>The {len(picked)} rank(s) named above (outliers, stragglers, failures); all {len(rows)} ranks "
-            f"below.</p>" if picked else f"<p>No outlier rank among the {len(rows)}.</p>")
-    return (note + (_table(picked, "rank-table") if picked else "") +
-            f'<details id="rank-table-all"><summary>All {len(rows)} ranks</summary>{_table(rows, "rank-table-full")}'
-            f"</details>")
+    picked = [row for r, row in zip(rows, every) if r["rank"] in named]
+    return {"head": HEAD, "every": every, "full": True, "picked": picked}
 
 
 def _links_text(links: dict) -> str:
@@ -84,68 +74,47 @@ def _links_text(links: dict) -> str:
     return "; ".join(parts) or "no IB/NIC samples"
 
 
-def _nodes(dist: dict) -> str:
+def _nodes(dist: dict) -> dict | None:
     nodes = dist.get("nodes") or []
     if not nodes:
-        return ""
+        return None
     slow = {n["host"]: n for n in (dist.get("outliers") or {}).get("nodes", [])}
     rows = []
     for n in nodes:
         s = slow.get(n["host"])
-        cells = [n["host"], n.get("node_rank", ""), len(n["ranks"]), _ms(n.get("step_time_median_s")),
-                 f"slow: +{s['excess_ms']:.0f} ms/step before the sync ({s['cause']})" if s else "",
-                 _links_text(n.get("links") or {})]
-        cls = ' class="warn"' if s else ""
-        rows.append(f"<tr{cls}>" + "".join(f"<td>{_esc(c)}</td>" for c in cells) + "</tr>")
-    head = "".join(f"<th>{h}</th>" for h in ("host", "node", "ranks", "median step ms", "slow node",
-                                            "network (per node, its first rank's sampler)"))
-    table = f'<div class="scroll-x"><table class="grid" id="node-table"><tr>{head}</tr>{"".join(rows)}</table></div>'
-    if len(nodes) > FULL_TABLE:   # the slow nodes first; the rest a click away
-        picked = [r for n, r in zip(nodes, rows) if n["host"] in slow]
-        return ((f'<div class="scroll-x"><table class="grid" id="node-table-slow"><tr>{head}</tr>{"".join(picked)}'
-                 f"</table></div>" if picked else "") +
-                f"<details id='nodes-all'><summary>All {len(nodes)} nodes</summary>{table}</details>")
-    return table
+        rows.append({"warn": bool(s), "cells": [
+            n["host"], n.get("node_rank", ""), len(n["ranks"]), _ms(n.get("step_time_median_s")),
+            f"slow: +{s['excess_ms']:.0f} ms/step before the sync ({s['cause']})" if s else "",
+            _links_text(n.get("links") or {})]})
+    head = ("host", "node", "ranks", "median step ms", "slow node", "network (per node, its first rank's sampler)")
+    return {"head": head, "every": rows, "fold": len(nodes) > FULL_TABLE,   # beyond: the slow nodes first
+            "slow": [r for n, r in zip(nodes, rows) if n["host"] in slow]}
 
 
-def _outliers(dist: dict) -> str:
+def _outliers(dist: dict) -> tuple[list, dict | None]:
+    """The slow nodes and ranks named, and the limit that makes an outlier."""
     out = dist.get("outliers") or {}
-    parts = []
-    for n in out.get("nodes", []):
-        parts.append(f'<li class="warn">Slow node <b>{_esc(n["host"])}</b> (node {_esc(n.get("node_rank"))}): '
-                     f'{len(n["slow_ranks"])} of its {n["ranks_on_node"]} ranks, +{n["excess_ms"]:.0f} ms per step '
-                     f'before the sync, cause {_esc(n["cause"])}</li>')
-    for r in out.get("ranks", [])[:10]:
-        parts.append(f'<li class="warn">Slow rank <b>{r["rank"]}</b> ({_esc(r["host"])}, local rank '
-                     f'{_esc(r["local_rank"])}): +{r["excess_ms"]:.0f} ms per step before the sync, cause '
-                     f'{_esc(r["cause"])}</li>')
+    items = [{"kind": "node", "node": n["host"], "node_rank": n.get("node_rank"), "slow": len(n["slow_ranks"]),
+              "on_node": n["ranks_on_node"], "excess": f"{n['excess_ms']:.0f}", "cause": n["cause"]}
+             for n in out.get("nodes", [])]
+    items += [{"kind": "rank", "rank": r["rank"], "host": r["host"], "local_rank": r["local_rank"],
+               "excess": f"{r['excess_ms']:.0f}", "cause": r["cause"]} for r in out.get("ranks", [])[:10]]
     if len(out.get("ranks", [])) > 10:
-        parts.append(f"<li>{len(out['ranks']) - 10} more slow rank(s) in the table</li>")
+        items.append({"kind": "more", "more": len(out["ranks"]) - 10})
+    limit = None
     if "limit_ms" in out:
-        parts.append(f"<li class='note'>Outlier: more than {out['limit_ms']:.1f} ms per step before the gradient "
-                     f"sync (the ranks' median {out['median_work_ms']:.1f} ms, robust sigma "
-                     f"{out['robust_sigma_ms']:.2f} ms); a node with half its ranks or more slow is named as the "
-                     f"node.</li>")
-    return f'<ul id="rank-outliers">{"".join(parts)}</ul>' if parts else ""
+        limit = {"limit": f"{out['limit_ms']:.1f}", "median": f"{out['median_work_ms']:.1f}",
+                 "sigma": f"{out['robust_sigma_ms']:.2f}"}
+    return items, limit
 
 
-def section_ranks(d, figs) -> str:
-    dist = d.summary.get("distributed")
-    if not dist:
-        return ""
-    hosts = dist.get("hosts", {})
-    if len(hosts) <= 8:
-        where = "; ".join(f"{_esc(h)}: ranks {', '.join(map(str, rs))}" for h, rs in hosts.items()) or "n/a"
-    else:
-        where = f"{len(hosts)} hosts, {max(len(v) for v in hosts.values())} ranks on the largest"
-    parts = [f'<section id="ranks"><h3>Ranks</h3><p>{dist["world_size"]} rank(s). Hosts: {where}</p>',
-             _outliers(dist), _tables(dist)]
-    for p in dist.get("problems", [])[:20]:
-        parts.append(f'<p class="warn">{_esc(p["message"])}</p>')
+def _paragraphs(dist: dict) -> list[tuple[str, str]]:
+    """(class, text) of each sentence under the tables: problems, spread, communication, stragglers, gather."""
+    out = [("warn", p["message"]) for p in dist.get("problems", [])[:20]]
     sp = dist.get("step_time_spread") or {}
     if sp:
-        parts.append(f"<p>Step-time spread: rank {sp['fastest_rank']} {_ms(sp['fastest_median_s'])} ms to rank "
-                     f"{sp['slowest_rank']} {_ms(sp['slowest_median_s'])} ms median ({_pct(sp['spread'])}).</p>")
+        out.append(("", f"Step-time spread: rank {sp['fastest_rank']} {_ms(sp['fastest_median_s'])} ms to rank "
+                        f"{sp['slowest_rank']} {_ms(sp['slowest_median_s'])} ms median ({_pct(sp['spread'])})."))
     c = dist.get("comm") or {}
     if "exposed_share" in c:
         w = c.get("wait_ms_per_step", {})
@@ -154,18 +123,17 @@ def section_ranks(d, figs) -> str:
         else:
             vals = sorted(w.values())
             waits = f"median rank {vals[len(vals) // 2]:.1f} ms, most {vals[-1]:.1f} ms"
-        parts.append(f"<p>Exposed communication {_pct(c['exposed_share'])} of step time: transfer "
-                     f"{_pct(c['transfer_share'])} ({c['transfer_ms_per_step']:.1f} ms/step), waiting for the "
-                     f"slowest rank {_pct(c['skew_share'])} ({_esc(waits)}).</p>")
+        out.append(("", f"Exposed communication {_pct(c['exposed_share'])} of step time: transfer "
+                        f"{_pct(c['transfer_share'])} ({c['transfer_ms_per_step']:.1f} ms/step), waiting for the "
+                        f"slowest rank {_pct(c['skew_share'])} ({waits})."))
     ddp = dist.get("ddp")
     if ddp:
         # FSDP's all-gathers overlap forward as well as backward: say "compute", and name what measured it
         who, with_what = ("FSDP collectives", "compute") if ddp.get("framework") == "FSDP" else ("DDP reducer",
                                                                                                   "backward")
-        parts.append(f"<p>{who}: {ddp['comm_ms']:.1f} ms communication per step, {ddp['overlap_ms']:.1f} ms "
-                     f"of it overlapped with {with_what}: {_pct(ddp['exposed_fraction'])} exposed.</p>")
-    for s in dist.get("stragglers", []):
-        parts.append(f'<p class="warn">Straggler: rank {s["rank"]} ({_esc(s["host"])}): {_esc(s["reason"])}</p>')
+        out.append(("", f"{who}: {ddp['comm_ms']:.1f} ms communication per step, {ddp['overlap_ms']:.1f} ms "
+                        f"of it overlapped with {with_what}: {_pct(ddp['exposed_fraction'])} exposed."))
+    out += [("warn", f"Straggler: rank {s['rank']} ({s['host']}): {s['reason']}") for s in dist.get("stragglers", [])]
     if dist.get("gather"):
         g = dist["gather"].get("ranks", {})
         kinds: dict = {}
@@ -173,21 +141,31 @@ def section_ranks(d, figs) -> str:
             kinds.setdefault(str(v).split(" (")[0], []).append(k)
         text = ", ".join(f"rank {k}: {v}" for k, v in g.items()) if len(g) <= 8 else \
             "; ".join(f"{how}: {len(ks)} rank(s)" for how, ks in kinds.items())
-        parts.append("<p class='note'>Data from other ranks: " + _esc(text or "n/a") + "</p>")
+        out.append(("note", "Data from other ranks: " + (text or "n/a")))
+    return out
+
+
+def section_ranks(d, figs) -> str:
+    dist = d.summary.get("distributed")
+    if not dist:
+        return ""
+    hosts = dist.get("hosts", {})
+    if len(hosts) <= 8:
+        where = "; ".join(f"{h}: ranks {', '.join(map(str, rs))}" for h, rs in hosts.items()) or "n/a"
+    else:
+        where = f"{len(hosts)} hosts, {max(len(v) for v in hosts.values())} ranks on the largest"
     grid = getattr(d, "ranks_grid", None) or {}
+    charts_shown = {"bars": False, "dists": None, "heats": []}
     if len(dist["ranks"]) <= BAR_CHART and any(r.get("phase_share") for r in dist["ranks"]):
         figs["ranks"] = spread_chart(dist["ranks"])
-        parts.append('<div class="chart" id="fig-ranks"></div>')
+        charts_shown["bars"] = True
     if len(dist["ranks"]) > BAR_CHART or len(grid.get("ranks") or []) >= 3:
         dists = rank_charts.distributions(grid.get("per_rank") or [])
         heats = rank_charts.heatmaps(grid)
         figs.update(dists)
         figs.update(heats)
-        parts.append('<div class="rank-dists">' + "".join(f'<div class="chart" id="fig-{k}"></div>' for k in dists)
-                     + "</div>")
-        parts.append("".join(f'<div class="chart heatmap" id="fig-{k}"></div>' for k in heats))
-    parts.append(_nodes(dist))
-    ref = dist.get("reference_rank")
-    if ref is not None:
-        parts.append(f"<p class='note'>Step and utilization charts below show rank {ref}.</p>")
-    return "".join(parts) + "</section>"
+        charts_shown.update(dists=list(dists), heats=list(heats))
+    outliers, limit = _outliers(dist)
+    return render("ranks.html.j2", "section", world=dist["world_size"], where=where, outliers=outliers, limit=limit,
+                  ranks=_tables(dist), nodes=_nodes(dist), paragraphs=_paragraphs(dist), charts=charts_shown,
+                  reference=dist.get("reference_rank"))
