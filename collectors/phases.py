@@ -4,21 +4,22 @@ It uses PyTorch's global hooks (module forward hooks, optimizer step hooks) and 
 (DataLoader iteration, autograd.backward, Tensor.to on CUDA, torch.distributed collectives). Hooks only append
 (phase, start_ns, end_ns) to a queue; a background thread writes them. Partitioning into steps happens later, in
 the analyzers, so the hot path stays a clock read and an append. The wrappers put on torch's own classes
-(Tensor.to/.cuda for h2d, Optimizer.__init__, hiding our hooks from module copies) are in phase_patches.py.
+(Tensor.to/.cuda for h2d, Optimizer.__init__, hiding our hooks from module copies) are in phase_patches.py, the
+module forward hooks (global, then narrowed to the root modules) in forward_hooks.py, and the probes of what the
+script already does (amp, compile, a fused optimizer) in script_uses.py.
 """
 from __future__ import annotations
 
 import functools
 import os
-import re
 import threading
 import time
-import warnings
-import weakref
 from typing import Callable
 
+from .forward_hooks import NARROW_AFTER_STEPS, ForwardHooks
 from .loader_cpu import ThreadBusyClock
-from .phase_patches import final_grad, hide_hooks_from_copies, install_h2d, watch_optimizers
+from .phase_patches import final_grad, install_h2d, watch_optimizers
+from .script_uses import probe_module, probe_optimizer
 from .undo import undo_all
 
 STEP_MARK = "@step"
@@ -40,13 +41,6 @@ _DIST_COLLECTIVES = (
     "all_gather_single", "reduce_scatter_single", "_all_gather_base", "_reduce_scatter_base",
 )
 
-
-# Global module hooks push every nn.Module call onto torch's slow path (~5 us each). They are only needed until we
-# know which modules are called from outside any other module (the roots); after this many optimizer steps the
-# global hooks are swapped for hooks on those roots alone. A root first called later is then not timed (its time
-# shows as "other"); the report says how many roots were found.
-NARROW_AFTER_STEPS = 2
-COMPILE_HOOK_WARNING = r"Using `torch\.compile\(module\)` when there are global hooks on modules"
 RESOLVE_EVERY_STEPS = 64
 
 
@@ -74,10 +68,7 @@ class PhaseRecorder:
         self._fwd_start = 0
         self._in_backward = 0
         self._undo: list[Callable] = []
-        self._global_hooks: list = []
-        self._warning_filter = None
-        self._roots: weakref.WeakSet = weakref.WeakSet()
-        self.narrowed_to: int | None = None   # number of root modules once narrowed
+        self._module_hooks = ForwardHooks(self._forward_pre, self._forward_post, self._undo)
         self._owner_pid = os.getpid()
         self.cuda_timer = None   # created lazily once the script has initialised CUDA
         self._torch_cuda = None
@@ -111,6 +102,11 @@ class PhaseRecorder:
         self._loader_thread = None   # the thread inside __next__: another thread's forward is still the model's
         self.optimizer_made = False   # any torch.optim.Optimizer built while installed: steps are its steps
         self._fwd_phase = "forward"
+
+    @property
+    def narrowed_to(self) -> int | None:
+        """The number of root modules the forward hooks were narrowed to (None: still global)."""
+        return self._module_hooks.narrowed_to
 
     # -- hooks ----------------------------------------------------------------------------------------
     def _gpu_begin(self):
@@ -147,31 +143,6 @@ class PhaseRecorder:
         except Exception:  # noqa: BLE001 (a broken CUDA context is the script's to report, not ours)
             pass
 
-    def _probe_module(self, module) -> None:
-        uses = self.script_uses
-        try:
-            import torch
-            if type(module).__name__ == "OptimizedModule" or getattr(module, "_compiled_call_impl", None):
-                uses["compile"] = type(module).__name__
-            kinds = [k for k in ("cuda", "cpu") if torch.is_autocast_enabled(k)]
-            if kinds:
-                uses["amp"] = "autocast (" + ", ".join(kinds) + ")"
-            p = next(module.parameters(), None)
-            if p is not None and p.dtype in (torch.bfloat16, torch.float16):
-                uses.setdefault("amp", f"{str(p.dtype).replace('torch.', '')} weights")
-        except Exception:   # noqa: BLE001 (a hint for the advice, never a failed forward)
-            pass
-
-    def _probe_optimizer(self, optimizer) -> None:
-        try:
-            d = getattr(optimizer, "defaults", {}) or {}
-            if d.get("fused"):
-                self.script_uses["fused-optim"] = f"{type(optimizer).__name__}(fused=True)"
-            elif d.get("foreach"):
-                self.script_uses.setdefault("fused-optim", f"{type(optimizer).__name__}(foreach=True)")
-        except Exception:   # noqa: BLE001
-            pass
-
     def _stop_at_limit(self) -> None:
         if self._limit_raised and self.on_swallowed is not None:
             self.on_swallowed()
@@ -189,10 +160,10 @@ class PhaseRecorder:
             self._fwd_phase = "forward" if self._grad_enabled() and module.training else EVAL
             self._fwd_start = self._clock()
             self._fwd_event = self._gpu_begin()
-            if self.narrowed_to is None:
-                self._roots.add(module)
+            if self._module_hooks.narrowed_to is None:
+                self._module_hooks.roots.add(module)
             if self._probe:
-                self._probe_module(module)
+                probe_module(module, self.script_uses)
         self._depth += 1
 
     def _forward_post(self, module, args, output):
@@ -213,7 +184,7 @@ class PhaseRecorder:
         if self.limit_hit_ns is not None:
             self._stop_at_limit()
         if self._probe:
-            self._probe_optimizer(optimizer)
+            probe_optimizer(optimizer, self.script_uses)
         self._opt_outer = optimizer
         self._opt_start = self._clock()
         self._opt_event = self._gpu_begin()
@@ -242,8 +213,8 @@ class PhaseRecorder:
             self.drain()
         if self.steps > NARROW_AFTER_STEPS:
             self._probe = False
-        if self.steps == NARROW_AFTER_STEPS and self._global_hooks:
-            self._narrow()
+        if self.steps == NARROW_AFTER_STEPS and self._module_hooks.is_global:
+            self._module_hooks.narrow()
         for callback in self.step_callbacks:
             callback(self.steps)
         if self.max_steps is not None and self.steps >= self.max_steps:
@@ -328,21 +299,11 @@ class PhaseRecorder:
 
     def install(self) -> "PhaseRecorder":
         import torch
-        import torch.nn.modules.module as nn_module
         import torch.optim.optimizer as optim_mod
         from torch.utils.data import dataloader as dl_mod
 
         self._grad_enabled = torch.is_grad_enabled
-        self._global_hooks = [nn_module.register_module_forward_pre_hook(self._forward_pre),
-                              nn_module.register_module_forward_hook(self._forward_post, always_call=True)]
-        # torch.compile(module) warns that global hooks fire twice (for the OptimizedModule and the module): ours
-        # count nesting, so the warning is about haiprof, not the script; kept quiet while they are installed.
-        # Put in the list directly: filterwarnings (and _filters_mutated) would bump the filters' version, after
-        # which python shows again a warning the script had already shown once.
-        self._warning_filter = (warnings.filters, ("ignore", re.compile(COMPILE_HOOK_WARNING, re.I), UserWarning,
-                                                   None, 0))
-        warnings.filters.insert(0, self._warning_filter[1])
-        self._undo.append(self._remove_global_hooks)
+        self._module_hooks.install()
         h3 = optim_mod.register_optimizer_step_pre_hook(self._opt_pre)
         h4 = optim_mod.register_optimizer_step_post_hook(self._opt_post)
         for handle in (h3, h4):
@@ -365,31 +326,6 @@ class PhaseRecorder:
         # DataLoader workers are forked copies: they must not record (nobody would flush them).
         os.register_at_fork(after_in_child=self._in_child)
         return self
-
-    def _remove_global_hooks(self) -> None:
-        while self._global_hooks:
-            self._global_hooks.pop().remove()
-        if self._warning_filter is not None:   # the list it went in, and the one in use (a catch_warnings copy)
-            into, entry = self._warning_filter
-            for filters in (into, warnings.filters):
-                if entry in filters:
-                    filters.remove(entry)
-            self._warning_filter = None
-
-    def _narrow(self) -> None:
-        """Swap the global module hooks for hooks on the root modules seen so far (see NARROW_AFTER_STEPS)."""
-        roots = list(self._roots)
-        if not roots:
-            return  # no forward seen yet: keep looking
-        self._remove_global_hooks()
-        ours = set()
-        for root in roots:
-            pre = root.register_forward_pre_hook(self._forward_pre)
-            post = root.register_forward_hook(self._forward_post, always_call=True)
-            self._undo += [pre.remove, post.remove]
-            ours.update((pre.id, post.id))
-        self._undo.append(hide_hooks_from_copies(ours))
-        self.narrowed_to = len(roots)
 
     def _in_child(self) -> None:
         if os.getpid() != self._owner_pid:
