@@ -56,7 +56,7 @@ def section_verdict(d, figs):
                   f"the run), not counted in the steps")
     code = s.get("exit_code")
     return fragment(TEMPLATE, "verdict", badge=s["bottleneck"], headline=s["headline"], facts=facts,
-                  exit_code=None if code in (0, None) else code, error=d.meta.get("error"), unfinished=code is None)
+                    exit_code=None if code in (0, None) else code, error=d.meta.get("error"), unfinished=code is None)
 
 
 def _traced(steps) -> list:
@@ -170,7 +170,7 @@ def render(d) -> str:
     nav = toc([(i, TITLES.get(i, i)) for i in ids if i not in ("verdict", "next")])
     top = 2 if len(parts) > 1 and parts[1].startswith('<section id="next"') else 1
     return fragment(TEMPLATE, "page", title=f"haiprof: {d.meta.get('target_name', 'run')}", parts=parts, top=top,
-                       nav=nav, scripts=plotly_inline.scripts(charts.with_hover(figs)))
+                    nav=nav, scripts=plotly_inline.scripts(charts.with_hover(figs)))
 
 
 def write(d, path: Path) -> Path:
