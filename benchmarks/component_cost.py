@@ -1,0 +1,132 @@
+"""What each always-on part of haiprof costs a training step, measured where whole runs cannot resolve it: inside one
+process, the parts switched on and off in alternation on the same model and data, many times.
+
+    python benchmarks/component_cost.py [--kinds fast,compute] [--rounds 12] [--steps 60]
+
+Whole runs (benchmarks/overhead.py) carry this machine's run-to-run noise (medians of identical runs differ by up to
+30%), so 1% cannot be seen there. Here each round runs the same steps under one configuration, the configurations
+follow each other in a rotated order, and each configuration's round median is compared with the bare rounds'
+beside it. The parts are haiprof's real ones, as a run wires them:
+
+- recorder: the phase hooks (collectors/phases) writing into the phases.bin appender, whose flush thread
+  encodes and writes a chunk every 0.5 s;
+- sampler: the side process (runtime/sidecar) sampling the system collectors every 0.5 s.
+
+Beside the wall-time ratio, the training process's CPU time per step (all its threads: the hooks, the flush
+thread, torch's workers) minus the bare rounds': work, which the machine's noise blurs less than wall time.
+
+The model is benchmarks/workloads/timed_steps.py's, with torch's default threads (both cores), as users run it.
+"""
+from __future__ import annotations
+
+import argparse
+import statistics
+import sys
+import tempfile
+import time
+from pathlib import Path
+
+import torch
+from torch import nn
+
+from haiprof.collectors.phases import PhaseRecorder
+from haiprof.rundir import RunDir
+from haiprof.runtime.sidecar import Sidecar
+
+CONFIGS = ("bare", "recorder", "recorder + sampler")
+
+
+def workload(kind: str, steps: int):
+    torch.manual_seed(0)
+    width = 1024 if kind == "compute" else 512
+    layers = []
+    for _ in range(3):
+        layers += [nn.Linear(width, width), nn.ReLU()]
+    model = nn.Sequential(*layers, nn.Linear(width, 10))
+    opt = torch.optim.SGD(model.parameters(), lr=0.01, momentum=0.9)
+    data = [(torch.randn(128, width), torch.randint(0, 10, (128,))) for _ in range(8)]
+    loader = torch.utils.data.DataLoader(data, batch_size=None)
+
+    def run(n: int = steps) -> tuple[float, float]:
+        """The median step time of n steps, and the process's CPU time (all its threads) per step."""
+        times, done, cpu0 = [], 0, time.process_time()
+        while done < n:
+            for x, y in loader:
+                t0 = time.perf_counter()
+                opt.zero_grad()
+                nn.functional.cross_entropy(model(x), y).backward()
+                opt.step()
+                times.append(time.perf_counter() - t0)
+                done += 1
+                if done >= n:
+                    break
+        return statistics.median(times), (time.process_time() - cpu0) / n
+    return run
+
+
+class Parts:
+    """haiprof's parts for one round, started as a run starts them and stopped again."""
+
+    def __init__(self, root: Path, config: str, index: int):
+        self.run_dir = RunDir.create(root / f"round-{index}")
+        self.appender = self.recorder = self.sidecar = None
+        if config != "bare":
+            self.appender = self.run_dir.phase_appender().start()
+            self.recorder = PhaseRecorder(self.appender.append).install()
+        if config.endswith("sampler"):
+            self.sidecar = Sidecar.start(self.run_dir, __import__("os").getpid(), 0.5)
+            system = self.run_dir.path / "samples" / "system.jsonl"
+            deadline = time.monotonic() + 30
+            while time.monotonic() < deadline and not (system.exists() and system.stat().st_size):
+                time.sleep(0.05)   # its start-up (an interpreter, imports) is a one-off, not a per-step cost
+
+    def stop(self) -> None:
+        if self.sidecar is not None:
+            self.sidecar.stop()
+        if self.recorder is not None:
+            self.recorder.uninstall()
+            self.appender.close()
+
+
+def measure(kind: str, rounds: int, steps: int, root: Path) -> None:
+    run = workload(kind, steps)
+    run(3 * steps)   # warm-up: allocator, threads
+    per: dict[str, list[tuple[float, float]]] = {c: [] for c in CONFIGS}
+    index = 0
+    for r in range(rounds):
+        order = CONFIGS[r % len(CONFIGS):] + CONFIGS[:r % len(CONFIGS)]
+        for config in order:
+            parts = Parts(root, config, index)
+            index += 1
+            try:
+                run(5)   # the hooks narrow to the root module after step 2: the steady state is measured
+                per[config].append(run())
+            finally:
+                parts.stop()
+    bare = per["bare"]
+    print(f"{kind}: {rounds} rounds of {steps} steps per configuration, rotated order")
+    for config in CONFIGS:
+        ratios = [m[0] / b[0] for m, b in zip(per[config], bare)]
+        cpu = [(m[1] - b[1]) * 1e6 for m, b in zip(per[config], bare)]
+        print(f"  {config:20s} median step {statistics.median(m[0] for m in per[config]) * 1e3:7.3f} ms   ratio to "
+              f"bare {statistics.median(ratios):.4f} ({min(ratios):.3f}-{max(ratios):.3f})   process CPU per step "
+              f"{statistics.median(cpu):+6.0f} us", flush=True)
+
+
+def main() -> int:
+    ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    ap.add_argument("--kinds", default="fast,compute")
+    ap.add_argument("--rounds", type=int, default=12)
+    ap.add_argument("--steps", type=int, default=60)
+    args = ap.parse_args()
+    print(f"torch {torch.__version__}, {torch.get_num_threads()} threads, load average "
+          f"{open('/proc/loadavg').read().split()[0]}")
+    with tempfile.TemporaryDirectory(prefix="haiprof-parts-") as tmp:
+        for kind in args.kinds.split(","):
+            measure(kind, args.rounds, args.steps, Path(tmp))
+    print(f"load average at the end {open('/proc/loadavg').read().split()[0]}")
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())
