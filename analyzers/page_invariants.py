@@ -9,9 +9,13 @@ Each rule is a sentence a user would hold the page to:
   - no fix is offered anywhere (headline, findings, "do this next") for what the script already does
   - a run with no GPU in it never speaks of a GPU in its verdict, findings or actions
   - phase_share is a partition (sums to 1)
+  - one step time per clock: every step time the page states is the steady step, unless its sentence names
+    another clock (the host clock) or population (traced steps, the baseline); each of those says one value too;
+    "step X → Y ms at best (P% of the step)" removes P% of X
 """
 from __future__ import annotations
 
+import html as html_lib
 import re
 
 from .verdict import clock_of
@@ -96,6 +100,52 @@ def _no_gpu_words(s: dict, meta: dict) -> list[str]:
             if re.search(r"\bGPU\b", text)]
 
 
+def page_text(html: str) -> str:
+    """The words a reader sees: scripts, styles and tags out, entities decoded, whitespace collapsed."""
+    html = re.sub(r"<script.*?</script>|<style.*?</style>", " ", html, flags=re.S)
+    return " ".join(html_lib.unescape(re.sub(r"<[^>]+>", " ", html)).split())
+
+
+STEP_FIGURE = re.compile(r"of the (?P<a>\d[\d.]*) ms step|(?P<b>\d[\d.]*) ms/step|step (?:is|takes) (?P<c>\d[\d.]*) ms"
+                         r"|step (?P<d>\d[\d.]*) → (?P<to>\d[\d.]*) ms at best \((?P<pct>\d+)% of the step\)")
+# A sentence naming one of these quotes another population or clock than the steady step's: its own group.
+OTHER_CLOCKS = (("traced", ("profiler on", "traced step", "tracing window")), ("baseline", ("baseline", "before the fix")),
+                ("host clock", ("host clock",)))
+
+
+def _close(a: float, b: float) -> bool:
+    """Equal as printed: one decimal, or three significant digits (0.6% of the value)."""
+    return abs(a - b) <= max(MS_TOLERANCE, 0.006 * max(a, b))
+
+
+def _step_times(s: dict, html: str | None) -> list[str]:
+    text = page_text(html) if html else (s.get("headline") or "")
+    steady = (s.get("step_time_s") or {}).get("steady")
+    groups: dict = {}
+    out = []
+    for m in STEP_FIGURE.finditer(text):
+        before = text[max(0, m.start() - 40):m.start()]
+        if m.group("b") and re.search(r"(->|→) ?$|\b(dataloader|h2d|forward|backward|optimizer|allreduce|other)\b", before):
+            continue   # a phase's time a step ("dataloader 30.4 -> 43.1 ms/step"), not a step time
+        value = float(m.group("a") or m.group("b") or m.group("c") or m.group("d"))
+        start = max(text.rfind(". ", 0, m.start()), text.rfind(": ", 0, m.start()))
+        end = text.find(". ", m.end())
+        sentence = text[start + 2 if start >= 0 else 0:end if end >= 0 else len(text)]
+        group = next((name for name, words in OTHER_CLOCKS if any(w in sentence for w in words)), "steady")
+        groups.setdefault(group, []).append((value, sentence))
+        if m.group("pct"):
+            left = value * (1 - int(m.group("pct")) / 100)
+            if abs(left - float(m.group("to"))) > 0.006 * value + MS_TOLERANCE:
+                out.append(f"'{m.group(0)}': removing {m.group('pct')}% of {value} ms leaves {left:.1f} ms")
+    for group, found in groups.items():
+        ref = steady * 1e3 if group == "steady" and steady else found[0][0]
+        for value, sentence in found:
+            if not _close(value, ref):
+                out.append(f"step time {value} ms where the page's {group} step is {ref:.1f} ms: {sentence[:140]!r}")
+    return out
+
+
 def check(summary: dict, meta: dict | None = None, html: str | None = None) -> list[str]:
     """Every violation, one line each; [] when the page keeps every rule."""
-    return [*_headline(summary), *_partition(summary), *_left_out(summary, html), *_no_gpu_words(summary, meta or {})]
+    return [*_headline(summary), *_partition(summary), *_left_out(summary, html), *_no_gpu_words(summary, meta or {}),
+            *_step_times(summary, html)]

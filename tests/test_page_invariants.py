@@ -65,3 +65,17 @@ def test_the_checker_passes_a_good_page_and_catches_each_violation():
     cpu = _with(device=None, findings=[{**GOOD["findings"][0], "evidence": {}}])
     assert any("speaks of a GPU" in v for v in check(cpu, {"gpus": []}))
     assert not any("speaks of a GPU" in v for v in check(cpu, {"gpus": ["NVIDIA H100"]}))
+
+
+def test_the_checker_holds_every_step_time_to_its_clock():
+    page = ("<p>Input-bound (high): the GPU waited for input 80% of the 40.0 ms step.</p>"
+            "<p>A steady step takes 40.0 ms. The slowest steps, in ms on the host clock.</p>"
+            "<p>expected, this action alone: step 40.0 → 8.0 ms at best (80% of the step)</p>"
+            "<p>dataloader 30.4 -> 43.1 ms/step, the median step with the profiler on is 52 ms.</p>")
+    assert check(GOOD, {}, page) == []
+    host_median = page + "<p>The median step is 3.98 ms.</p>"   # a bimodal host median beside the device's step
+    assert any("step time 3.98 ms where the page's steady step is 40.0 ms" in v for v in check(GOOD, {}, host_median))
+    wrong_gain = page.replace("→ 8.0 ms", "→ 12.0 ms")
+    assert any("removing 80% of 40.0 ms leaves 8.0 ms" in v for v in check(GOOD, {}, wrong_gain))
+    two_host = page + "<p>On the host clock the step is 31.0 ms. The host clock's step is 35.0 ms.</p>"
+    assert any("host clock step is 31.0 ms" in v for v in check(GOOD, {}, two_host))

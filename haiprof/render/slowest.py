@@ -33,7 +33,8 @@ def section_slowest(d, figs) -> str:
     rows = d.summary.get("slowest_steps") or []
     if len(rows) < 2:
         return ""
-    median = (d.summary.get("step_time_s") or {}).get("median")
+    # The steady step, as everywhere on the page; never the host's median (bimodal when the GPU runs behind).
+    steady = (d.summary.get("step_time_s") or {}).get("steady")
     per_step = _device_of(d, [int(r["step"]) for r in rows])
     out = []
     for r in rows:
@@ -44,4 +45,4 @@ def section_slowest(d, figs) -> str:
                     "did": "; ".join(x for x in (r.get("host"), _gpu(per_step, step)) if x),
                     "notes": "; ".join(r.get("notes") or [])})
     return render("slowest.html.j2", "section", rows=out, phases=PHASE_ORDER,
-                  median=f"{median * 1e3:.3g}" if median else "")
+                  steady=f"{steady * 1e3:.3g}" if steady else "", device=bool(per_step))
