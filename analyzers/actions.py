@@ -9,6 +9,7 @@ classes by, so the first action is always the verdict's fix.
 from __future__ import annotations
 
 from . import thresholds as T
+from .findings import Action
 from .verdict import removable
 
 PAGEABLE_NOTABLE = 0.05  # pageable host-to-device copies above this share of the step: say "pin memory"
@@ -148,8 +149,8 @@ def rank(summary: dict) -> list[dict]:
             a["title"] = "Compile the model (torch.compile): fuse elementwise work around the matmuls"
         fix = fixes[0] if fixes else None
         seen.add(fix)
-        a.update(fix=fix, kind=f["kind"], other_fixes=fixes[1:],
-                 gain_s=a["gain_share"] * step if step else None)
-        out.append(a)
+        out.append(Action(title=a["title"], reason=a["reason"], gain_share=a["gain_share"], fix=fix, kind=f["kind"],
+                          other_fixes=fixes[1:], gain_s=a["gain_share"] * step if step else None))
     # the verdict's action first (one story: verdict, headline, first action), then by the gain each can give
-    return sorted(out, key=lambda a: (a["kind"] != summary.get("bottleneck"), -a["gain_share"]))
+    out.sort(key=lambda a: (a.kind != summary.get("bottleneck"), -a.gain_share))
+    return [a.as_dict() for a in out]   # summary.json's next_steps and the pages read dicts

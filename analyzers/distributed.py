@@ -21,6 +21,7 @@ import numpy as np
 
 from . import sharded_comm
 from . import thresholds as T
+from .findings import bound
 from .step_columns import StepColumns
 from .steps import ALL_PHASES, phase_share
 
@@ -277,9 +278,9 @@ def comm_finding(split: dict, share: dict, ddp: dict | None, median_s, steps: in
                 f"{ddp['comm_ms']:.0f} ms of communication with {'compute' if fsdp else 'backward'}")
     if fsdp:   # compress and bucket act on DDP's reducer: nothing of theirs applies to FSDP's collectives
         fixes = []
-    return {"kind": "communication", "severity": grade, "share": transfer, "message": msg,
-            "evidence": {"exposed_comm_share": exposed, "transfer_share": transfer,
-                         "sync_skew_share": split.get("skew_share"), "exposed_fraction_of_comm":
-                         ddp["exposed_fraction"] if ddp else None, "ddp": ddp, "median_step_s": median_s,
-                         "steps": steps, "thresholds": {"moderate": T.COMM_MODERATE, "high": T.COMM_HIGH}},
-            "fixes": list(fixes)}
+    return bound("communication", grade, transfer, msg,
+                 {"exposed_comm_share": exposed, "transfer_share": transfer,
+                  "sync_skew_share": split.get("skew_share"), "exposed_fraction_of_comm":
+                  ddp["exposed_fraction"] if ddp else None, "ddp": ddp, "median_step_s": median_s,
+                  "steps": steps, "thresholds": {"moderate": T.COMM_MODERATE, "high": T.COMM_HIGH}},
+                 list(fixes))

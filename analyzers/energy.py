@@ -13,6 +13,7 @@ import statistics
 import numpy as np
 
 from . import counters
+from .findings import Finding
 from .step_columns import ALL_PHASES, Split, StepColumns, split_of_records
 from .timeline_owner import K, Intervals, Weight, device_partition, owned
 
@@ -137,10 +138,11 @@ def finding(energy: dict, note_at: float) -> dict | None:
     share = energy["waiting_for_input_share"]
     if share < note_at:
         return None
-    return {"kind": "energy", "severity": "info", "share": 0.0,
-            "message": f"{100 * share:.0f}% of energy ({energy['phase_joules']['dataloader'] + energy['phase_joules']['h2d']:.0f} J "
-                       f"of {energy['joules_total']:.0f} J) was spent while waiting for input",
-            "evidence": {"waiting_for_input_share": share, "joules_total": energy["joules_total"],
-                         "joules_per_step_median": energy["joules_per_step_median"],
-                         "sources": sorted(energy["sources"])},
-            "fixes": ["prefetch"]}
+    waiting_j = energy["phase_joules"]["dataloader"] + energy["phase_joules"]["h2d"]
+    return Finding(kind="energy", severity="info", share=0.0,
+                   message=f"{100 * share:.0f}% of energy ({waiting_j:.0f} J of {energy['joules_total']:.0f} J) "
+                           f"was spent while waiting for input",
+                   evidence={"waiting_for_input_share": share, "joules_total": energy["joules_total"],
+                             "joules_per_step_median": energy["joules_per_step_median"],
+                             "sources": sorted(energy["sources"])},
+                   fixes=["prefetch"]).as_dict()

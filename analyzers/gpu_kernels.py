@@ -10,6 +10,8 @@ from __future__ import annotations
 
 import re
 
+from .findings import Finding
+
 TOP_KERNELS = 10
 DEVICE_CATS = ("kernel", "gpu_memcpy", "gpu_memset", "Kernel", "Memcpy", "Memset")
 # Above this share of device memory, activations or optimizer state are close to the limit (TensorBoard's
@@ -203,10 +205,10 @@ def memory_finding(peak_bytes: int | None, capacity: int | None, source: str) ->
     if not peak_bytes or not capacity or peak_bytes / capacity < MEMORY_NEAR_CAPACITY:
         return None
     share = peak_bytes / capacity
-    return {"kind": "memory", "severity": "moderate", "share": 0.0,
-            "message": f"device memory peaked at {peak_bytes / 2**30:.1f} GiB of {capacity / 2**30:.1f} GiB "
-                       f"({100 * share:.0f}%, {source}): little room for a larger batch or model; mixed precision "
-                       f"(--fix amp) or activation checkpointing frees memory",
-            "evidence": {"peak_bytes": peak_bytes, "capacity_bytes": capacity, "share": share,
-                         "threshold": MEMORY_NEAR_CAPACITY, "source": source},
-            "fixes": ["amp"]}
+    return Finding(kind="memory", severity="moderate", share=0.0,
+                   message=f"device memory peaked at {peak_bytes / 2**30:.1f} GiB of {capacity / 2**30:.1f} GiB "
+                           f"({100 * share:.0f}%, {source}): little room for a larger batch or model; mixed precision "
+                           f"(--fix amp) or activation checkpointing frees memory",
+                   evidence={"peak_bytes": peak_bytes, "capacity_bytes": capacity, "share": share,
+                             "threshold": MEMORY_NEAR_CAPACITY, "source": source},
+                   fixes=["amp"]).as_dict()

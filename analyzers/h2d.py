@@ -10,6 +10,7 @@ The fix for both is `prefetch`: pinned memory and non-blocking copies on a side 
 from __future__ import annotations
 
 from . import thresholds as T
+from .findings import Finding
 
 
 def _kinds(ev: dict) -> tuple[str | None, str | None]:
@@ -74,9 +75,9 @@ def pageable_finding(copies: dict, loader_pin_memory: bool | None, traced_us: fl
         size += [f"{copies.get('pageable_us', 0.0) / 1e3:.3g} ms", f"{100 * share:.3g}% of the traced time"]
     why = (f"{copies['pageable']} of {copies['copies']} host-to-device copies in the traced steps came from "
            f"pageable memory ({', '.join(size)})" if from_trace else "the DataLoader has pin_memory=False")
-    return {"kind": "pageable-h2d", "severity": "moderate" if from_trace else "info",
-            "share": share if from_trace else 0.0,
-            "message": f"{why}: such copies are synchronous and cannot overlap compute; pinned memory and "
-                       "non-blocking copies on a side stream can (--fix prefetch)",
-            "evidence": {"copies": copies, "loader_pin_memory": loader_pin_memory, "traced_us": traced_us,
-                         "threshold": T.PAGEABLE_MIN_SHARE}, "fixes": ["prefetch"]}
+    return Finding(kind="pageable-h2d", severity="moderate" if from_trace else "info",
+                   share=share if from_trace else 0.0,
+                   message=f"{why}: such copies are synchronous and cannot overlap compute; pinned memory and "
+                           "non-blocking copies on a side stream can (--fix prefetch)",
+                   evidence={"copies": copies, "loader_pin_memory": loader_pin_memory, "traced_us": traced_us,
+                             "threshold": T.PAGEABLE_MIN_SHARE}, fixes=["prefetch"]).as_dict()

@@ -17,6 +17,8 @@ from typing import NamedTuple
 
 import numpy as np
 
+from .findings import edited
+
 STORAGE, PREPROCESSING, UNCLEAR = "storage", "preprocessing", "unclear"
 MIN_WORKER_SAMPLES = 2
 MIN_READ_RATE = 1 << 20  # bytes/s of reads below which the wait is not on local storage
@@ -169,12 +171,9 @@ def classify(io_finding: dict, loader: Loader, system_samples: list[dict], disk_
         kind = UNCLEAR
         why = f"mixed: the loader was on CPU {100 * share:.0f}% of the time ({mode})"
         rec = "Both reads and CPU matter: add workers up to the cores first, then check storage latency."
-    out = dict(io_finding)
-    out["message"] = f"{io_finding['message']}; {why}"
-    out["evidence"] = {**io_finding.get("evidence", {}), "input_bound": kind, "input_split": evidence}
-    out["recommendation"] = rec
-    out["fixes"] = list(io_finding.get("fixes") or ["prefetch"])
-    return out
+    return edited(io_finding, message=f"{io_finding['message']}; {why}",
+                  evidence={**io_finding.get("evidence", {}), "input_bound": kind, "input_split": evidence},
+                  recommendation=rec, fixes=list(io_finding.get("fixes") or ["prefetch"]))
 
 
 def _proc_read_rate(samples: list[dict]) -> float | None:

@@ -22,7 +22,7 @@ import numpy as np
 import pandas as pd
 
 from . import thresholds as T
-from .verdict import FIXES_FOR
+from .findings import bound
 
 CPU_OP_CATS = ("cpu_op", "Operator", "operator")
 KERNEL_CATS = ("kernel", "Kernel", "mtia_ccp_events")
@@ -290,19 +290,17 @@ def launch_findings(stats: dict) -> list[dict]:
     if g and g.get("short_kernel_fraction") is not None and g["short_kernel_fraction"] >= T.SHORT_KERNEL_FRACTION:
         sev = _grade(g["launch_share"], T.GPU_LAUNCH_MODERATE, T.GPU_LAUNCH_HIGH)
         if sev:
-            findings.append({
-                "kind": "launch", "severity": sev, "share": g["launch_share"],
-                "message": f"the GPU waits on the host for {100 * g['launch_share']:.0f}% of its kernel span "
-                           f"({g['kernels_per_step']:.0f} kernels per step, median kernel "
-                           f"{g['kernel_us_median']:.1f} µs, {100 * g['short_kernel_fraction']:.0f}% of kernels "
-                           f"shorter than their launch call)",
-                "evidence": {k: g[k] for k in ("kernels_per_step", "kernel_us_median", "short_kernel_fraction",
-                                               "idle_share", "host_wait_fraction", "launch_share",
-                                               "cpu_launch_us", "gpu_kernel_us")}
+            findings.append(bound(
+                "launch", sev, g["launch_share"],
+                f"the GPU waits on the host for {100 * g['launch_share']:.0f}% of its kernel span "
+                f"({g['kernels_per_step']:.0f} kernels per step, median kernel "
+                f"{g['kernel_us_median']:.1f} µs, {100 * g['short_kernel_fraction']:.0f}% of kernels "
+                f"shorter than their launch call)",
+                {k: g[k] for k in ("kernels_per_step", "kernel_us_median", "short_kernel_fraction",
+                                   "idle_share", "host_wait_fraction", "launch_share",
+                                   "cpu_launch_us", "gpu_kernel_us")}
                 | {"thresholds": {"moderate": T.GPU_LAUNCH_MODERATE, "high": T.GPU_LAUNCH_HIGH,
-                                  "short_kernel_fraction": T.SHORT_KERNEL_FRACTION}},
-                "fixes": list(FIXES_FOR["launch"]),
-            })
+                                  "short_kernel_fraction": T.SHORT_KERNEL_FRACTION}}))
         return findings
     c = stats.get("cpu")
     if g is None and c and c["ops_per_step"] >= T.LAUNCH_MIN_OPS_PER_STEP:
@@ -310,21 +308,19 @@ def launch_findings(stats: dict) -> list[dict]:
         if sev == "high" and c["framework_share"] <= c["heavy_share"]:
             sev = "moderate"   # launch-bound means the overhead outweighs the real compute
         if sev:
-            findings.append({
-                "kind": "launch", "severity": sev, "share": c["framework_share"],
-                "message": f"{100 * c['framework_share']:.0f}% of step time is framework overhead (dispatching "
-                           f"tiny ops and the Python between them): "
-                           f"{c['ops_per_step']:.0f} ops per step, median op self time "
-                           f"{c['op_self_us_median']:.1f} µs; compute-heavy ops (matmul/conv/attention) take "
-                           f"{100 * c['heavy_share']:.0f}% (over {c['steps']} traced steps)",
-                "evidence": {k: c[k] for k in ("ops_per_step", "op_self_us_median", "framework_share", "tiny_share",
-                                               "heavy_share", "other_op_share", "dataloader_share", "steps",
-                                               "step_ms_median")}
+            findings.append(bound(
+                "launch", sev, c["framework_share"],
+                f"{100 * c['framework_share']:.0f}% of step time is framework overhead (dispatching "
+                f"tiny ops and the Python between them): "
+                f"{c['ops_per_step']:.0f} ops per step, median op self time "
+                f"{c['op_self_us_median']:.1f} µs; compute-heavy ops (matmul/conv/attention) take "
+                f"{100 * c['heavy_share']:.0f}% (over {c['steps']} traced steps)",
+                {k: c[k] for k in ("ops_per_step", "op_self_us_median", "framework_share", "tiny_share",
+                                   "heavy_share", "other_op_share", "dataloader_share", "steps",
+                                   "step_ms_median")}
                 | {"thresholds": {"moderate": T.LAUNCH_MODERATE, "high": T.LAUNCH_HIGH,
                                   "tiny_op_self_us": T.TINY_OP_SELF_US,
-                                  "min_ops_per_step": T.LAUNCH_MIN_OPS_PER_STEP}},
-                "fixes": list(FIXES_FOR["launch"]),
-            })
+                                  "min_ops_per_step": T.LAUNCH_MIN_OPS_PER_STEP}}))
     return findings
 
 

@@ -2,6 +2,7 @@
 from __future__ import annotations
 
 from . import counters
+from .findings import Finding
 
 IB_WORD = 4  # port_xmit_data / port_rcv_data count 4-byte words
 
@@ -46,6 +47,11 @@ def analyze(ib_samples: list[dict], nic_samples: list[dict]) -> tuple[dict, dict
     return summary, {"links": series}
 
 
+def _link(severity: str, message: str, evidence: dict, fixes=()) -> dict:
+    """The link finding (a busy port, or one whose counters saturated): one builder for both."""
+    return Finding(kind="link", severity=severity, message=message, evidence=evidence, fixes=list(fixes)).as_dict()
+
+
 def findings(summary: dict, busy: float) -> list[dict]:
     out = []
     for group, label in (("infiniband", "InfiniBand port"), ("nic", "NIC")):
@@ -53,15 +59,13 @@ def findings(summary: dict, busy: float) -> list[dict]:
             share = s.get("peak_share_of_capacity")
             if share is not None and share >= busy:
                 cap = s["capacity_bytes_per_s"] * 8 / 1e9
-                out.append({"kind": "link", "severity": "moderate", "share": 0.0,
-                            "message": f"{label} {key} peaked at {100 * share:.0f}% of its {cap:.0f} Gb/s link "
-                                       f"({s['peak_bytes_per_s'] / 1e9:.2f} GB/s)",
-                            "evidence": {"port": key, **{k: s[k] for k in ("peak_bytes_per_s",
-                                         "capacity_bytes_per_s", "tx_bytes_per_s_mean", "rx_bytes_per_s_mean")}},
-                            "fixes": ["compress", "bucket"]})
+                out.append(_link("moderate", f"{label} {key} peaked at {100 * share:.0f}% of its {cap:.0f} Gb/s "
+                                             f"link ({s['peak_bytes_per_s'] / 1e9:.2f} GB/s)",
+                                 {"port": key, **{k: s[k] for k in ("peak_bytes_per_s", "capacity_bytes_per_s",
+                                                                    "tx_bytes_per_s_mean", "rx_bytes_per_s_mean")}},
+                                 ["compress", "bucket"]))
             if s["counter_notes"].get("saturated"):
-                out.append({"kind": "link", "severity": "info", "share": 0.0,
-                            "message": f"{label} {key}: 32-bit data counters saturated at 0xFFFFFFFF, so its "
-                                       f"rates are lower bounds (the HCA lacks extended 64-bit counters)",
-                            "evidence": {"port": key, "notes": s["counter_notes"]}, "fixes": []})
+                out.append(_link("info", f"{label} {key}: 32-bit data counters saturated at 0xFFFFFFFF, so its rates "
+                                         f"are lower bounds (the HCA lacks extended 64-bit counters)",
+                                 {"port": key, "notes": s["counter_notes"]}))
     return out

@@ -26,6 +26,8 @@ from __future__ import annotations
 
 import numpy as np
 
+from .findings import Finding
+
 TREND_CHUNKS = 10
 MIN_TREND_STEPS = 40          # fewer steps: no trend finding (a chunk of 4 steps has no median worth the name)
 DRIFT_MIN = 0.10              # the trend moves the step time by 10% or more over the run
@@ -93,17 +95,17 @@ def drift(durations_ns: np.ndarray) -> dict | None:
     how = "steadily"
     word = "rose" if change > 0 else "fell"
     med = tr["medians"]
-    return {
-        "kind": "drift", "severity": severity, "share": abs(change),
-        "message": (f"the step time {word} {how} over the run, from {_ms(tr['start'])} to {_ms(tr['end'])} "
-                    f"({change:+.0%} over {len(d)} steps; the median of each tenth of the run: "
-                    f"{', '.join(f'{m / 1e6:.3g}' for m in med)} ms)"),
-        "evidence": {"steps": int(len(d)), "start_s": tr["start"] / 1e9, "end_s": tr["end"] / 1e9,
-                     "change": float(change), "chunk_median_s": [float(m / 1e9) for m in med],
-                     "rank_correlation": tr["monotone"], "linear_fit_r2": tr["r2"],
-                     "thresholds": {"change": DRIFT_MIN, "monotone": MONOTONE}},
-        "fixes": [],
-    }
+    return Finding(
+        kind="drift", severity=severity, share=abs(change),
+        message=(f"the step time {word} {how} over the run, from {_ms(tr['start'])} to {_ms(tr['end'])} "
+                 f"({change:+.0%} over {len(d)} steps; the median of each tenth of the run: "
+                 f"{', '.join(f'{m / 1e6:.3g}' for m in med)} ms)"),
+        evidence={"steps": int(len(d)), "start_s": tr["start"] / 1e9, "end_s": tr["end"] / 1e9,
+                  "change": float(change), "chunk_median_s": [float(m / 1e9) for m in med],
+                  "rank_correlation": tr["monotone"], "linear_fit_r2": tr["r2"],
+                  "thresholds": {"change": DRIFT_MIN, "monotone": MONOTONE}},
+        fixes=[],
+    ).as_dict()
 
 
 def _period(values: np.ndarray, tolerance, report: np.ndarray | None = None) -> tuple[float, float] | None:
@@ -181,20 +183,20 @@ def periodic_stalls(durations_ns: np.ndarray, starts_ns: np.ndarray, phases_ns: 
         every = f"every {by_time[0] / 1e9:.3g} s"
     severity = "info" if own else "high" if share >= 0.10 else "moderate" if share >= 0.03 else "low"
     first = [int(i) for i in step[idx[:5]]]
-    return {
-        "kind": "periodic-stall", "severity": severity, "share": share,
-        "message": (f"a stall {every}: {len(idx)} steps took {_ms(float(np.median(d[idx])))} against a "
-                    f"{_ms(median)} median step (+{_ms(float(np.median(excess)))} each, {_pct(share)} of all step "
-                    f"time); {cause}"),
-        "evidence": {"stalls": int(len(idx)), "occurrences": int(len(first_i)),
-                     "period_steps": by_steps[0] if by_steps else None,
-                     "period_s": by_time[0] / 1e9 if by_time else None, "median_step_s": median / 1e9,
-                     "median_stall_s": float(np.median(d[idx])) / 1e9, "share": share, "first_steps": first,
-                     "excess_by_phase_s": per_phase, "profiler_own": own, "thresholds": {"factor": STALL_FACTOR,
-                                                                    "min_excess_s": STALL_MIN_NS / 1e9}},
-        "fixes": ["prefetch"] if not own and (cause.startswith("epoch start") or "waiting for the DataLoader" in
-                                              cause) else [],
-    }
+    return Finding(
+        kind="periodic-stall", severity=severity, share=share,
+        message=(f"a stall {every}: {len(idx)} steps took {_ms(float(np.median(d[idx])))} against a "
+                 f"{_ms(median)} median step (+{_ms(float(np.median(excess)))} each, {_pct(share)} of all step "
+                 f"time); {cause}"),
+        evidence={"stalls": int(len(idx)), "occurrences": int(len(first_i)),
+                  "period_steps": by_steps[0] if by_steps else None,
+                  "period_s": by_time[0] / 1e9 if by_time else None, "median_step_s": median / 1e9,
+                  "median_stall_s": float(np.median(d[idx])) / 1e9, "share": share, "first_steps": first,
+                  "excess_by_phase_s": per_phase, "profiler_own": own, "thresholds": {"factor": STALL_FACTOR,
+                                                                 "min_excess_s": STALL_MIN_NS / 1e9}},
+        fixes=["prefetch"] if not own and (cause.startswith("epoch start") or "waiting for the DataLoader" in
+                                           cause) else [],
+    ).as_dict()
 
 
 def _stall_cause(idx: np.ndarray, phases_ns: dict | None, new_loader: np.ndarray | None) -> tuple[str, dict]:
@@ -248,19 +250,19 @@ def memory_creep(t_ns: np.ndarray, values: np.ndarray, what: str, steps: int | N
     rate = grown / span_s if span_s > 0 else 0.0
     per_hour = rate * 3600
     severity = "high" if grown / tr["start"] >= 0.5 else "moderate"
-    return {
-        "kind": "memory-creep", "severity": severity, "share": grown / tr["start"],
-        "message": (f"{what} grew steadily from {tr['start'] / 2**20:.0f} MiB to {tr['end'] / 2**20:.0f} MiB over "
-                    f"{span_s:.0f} s ({per_hour / 2**30:.2f} GiB per hour at this rate): a leak, such as losses or "
-                    "outputs kept with their graph, or a cache that never evicts"),
-        "evidence": {"series": what, "start_bytes": tr["start"], "end_bytes": tr["end"], "seconds": span_s,
-                     "bytes_per_s": rate, "samples": int(len(v)), "steps": steps,
-                     "rank_correlation": tr["monotone"],
-                     "linear_fit_r2": tr["r2"], "late_growth_ratio": late / grown,
-                     "thresholds": {"fraction": CREEP_MIN_FRACTION, "bytes": CREEP_MIN_BYTES,
-                                    "steps": MIN_TREND_STEPS, "linear_fit": LINEAR_FIT, "late_rate": LATE_RATE}},
-        "fixes": [],
-    }
+    return Finding(
+        kind="memory-creep", severity=severity, share=grown / tr["start"],
+        message=(f"{what} grew steadily from {tr['start'] / 2**20:.0f} MiB to {tr['end'] / 2**20:.0f} MiB over "
+                 f"{span_s:.0f} s ({per_hour / 2**30:.2f} GiB per hour at this rate): a leak, such as losses or "
+                 "outputs kept with their graph, or a cache that never evicts"),
+        evidence={"series": what, "start_bytes": tr["start"], "end_bytes": tr["end"], "seconds": span_s,
+                  "bytes_per_s": rate, "samples": int(len(v)), "steps": steps,
+                  "rank_correlation": tr["monotone"],
+                  "linear_fit_r2": tr["r2"], "late_growth_ratio": late / grown,
+                  "thresholds": {"fraction": CREEP_MIN_FRACTION, "bytes": CREEP_MIN_BYTES,
+                                 "steps": MIN_TREND_STEPS, "linear_fit": LINEAR_FIT, "late_rate": LATE_RATE}},
+        fixes=[],
+    ).as_dict()
 
 
 def slowest_steps(durations_ns: np.ndarray, index: np.ndarray, phases_ns: dict, top: int = 20,

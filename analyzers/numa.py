@@ -2,6 +2,7 @@
 from __future__ import annotations
 
 from . import counters
+from .findings import Finding
 
 PAGE = 4096  # numastat counts pages; base page size on x86-64 and most arm64 kernels
 
@@ -84,11 +85,11 @@ def findings(cross: dict, place: dict, cross_moderate: float) -> list[dict]:
     out = []
     share = cross.get("cross_node_share") or 0.0
     if cross.get("nodes", 0) > 1 and share >= cross_moderate:
-        out.append({"kind": "numa", "severity": "moderate", "share": 0.0,
-                    "message": f"{100 * share:.0f}% of memory allocations went to a remote NUMA node "
-                               f"({(cross.get('cross_node_bytes_per_s') or 0) / 2**20:.1f} MiB/s)",
-                    "evidence": {k: v for k, v in cross.items() if not k.startswith("_")},
-                    "fixes": []})
+        out.append(Finding(kind="numa", severity="moderate", share=0.0,
+                           message=f"{100 * share:.0f}% of memory allocations went to a remote NUMA node "
+                                   f"({(cross.get('cross_node_bytes_per_s') or 0) / 2**20:.1f} MiB/s)",
+                           evidence={k: v for k, v in cross.items() if not k.startswith("_")},
+                           fixes=[]).as_dict())
     if not place.get("checked") or place.get("numa_nodes", 0) < 2:
         return out
     for kind, devs in (("GPU", place["gpus"]), ("NIC", place["nics"])):
@@ -100,13 +101,13 @@ def findings(cross: dict, place: dict, cross_moderate: float) -> list[dict]:
             continue
         roles = sorted({p["role"] for p in bad})
         node = sorted(dev_nodes)[0]
-        out.append({"kind": "placement", "severity": "moderate" if kind == "GPU" else "info", "share": 0.0,
-                    "message": f"{', '.join(roles)} pinned to NUMA node(s) "
-                               f"{sorted({n for p in bad for n in p['nodes']})} while the {kind} "
-                               f"({', '.join(d['bdf'] for d in devs)}) is on node {sorted(dev_nodes)}: every "
-                               f"copy crosses the socket link; pin to node {node} (numactl --cpunodebind={node} "
-                               f"--membind={node}, or DataLoader worker_init_fn with os.sched_setaffinity)",
-                    "evidence": {"processes": [{k: p[k] for k in ("pid", "role", "cpus", "nodes")} for p in bad],
-                                 "devices": devs},
-                    "fixes": []})
+        out.append(Finding(kind="placement", severity="moderate" if kind == "GPU" else "info", share=0.0,
+                           message=f"{', '.join(roles)} pinned to NUMA node(s) "
+                                   f"{sorted({n for p in bad for n in p['nodes']})} while the {kind} "
+                                   f"({', '.join(d['bdf'] for d in devs)}) is on node {sorted(dev_nodes)}: every "
+                                   f"copy crosses the socket link; pin to node {node} (numactl --cpunodebind={node} "
+                                   f"--membind={node}, or DataLoader worker_init_fn with os.sched_setaffinity)",
+                           evidence={"processes": [{k: p[k] for k in ("pid", "role", "cpus", "nodes")} for p in bad],
+                                     "devices": devs},
+                           fixes=[]).as_dict())
     return out

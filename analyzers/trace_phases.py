@@ -22,6 +22,7 @@ import re
 import numpy as np
 
 from . import thresholds as T
+from .findings import Finding, bound
 from .trace_breakdown import COMMUNICATION, COMPUTATION, KIND_CODES, merge
 
 STEP_PREFIX = "ProfilerStep#"
@@ -190,24 +191,23 @@ def launch_finding(rank, temporal: dict | None, idle: dict, launch: dict) -> dic
     if sev is None or short is None or short < T.TRACE_SHORT_KERNEL_SHARE:
         return None
     p50 = launch["kernel_dur_us"]["p50"]
-    return {
-        "kind": "launch", "severity": sev, "share": host_wait,
-        "message": f"rank {rank}: the device waits on the host {100 * host_wait:.0f}% of the traced span while "
-                   f"{100 * short:.0f}% of {launch['kernels']} kernels run shorter than their launch call "
-                   f"(median kernel {p50:.1f} µs, mean launch {launch.get('mean_cpu_launch_us') or 0:.1f} µs)",
-        "evidence": {"rank": rank, "host_wait_share": host_wait, "short_kernel_share": short,
-                     "kernels": launch["kernels"], "median_kernel_us": p50,
-                     "thresholds": {"moderate": T.TRACE_HOST_WAIT_MODERATE, "high": T.TRACE_HOST_WAIT_HIGH,
-                                    "short_kernel_share": T.TRACE_SHORT_KERNEL_SHARE}},
-        "fixes": ["cuda-graphs", "compile", "fused-optim"],
-    }
+    return bound(
+        "launch", sev, host_wait,
+        f"rank {rank}: the device waits on the host {100 * host_wait:.0f}% of the traced span while "
+        f"{100 * short:.0f}% of {launch['kernels']} kernels run shorter than their launch call "
+        f"(median kernel {p50:.1f} µs, mean launch {launch.get('mean_cpu_launch_us') or 0:.1f} µs)",
+        {"rank": rank, "host_wait_share": host_wait, "short_kernel_share": short,
+         "kernels": launch["kernels"], "median_kernel_us": p50,
+         "thresholds": {"moderate": T.TRACE_HOST_WAIT_MODERATE, "high": T.TRACE_HOST_WAIT_HIGH,
+                        "short_kernel_share": T.TRACE_SHORT_KERNEL_SHARE}},
+        ["cuda-graphs", "compile", "fused-optim"])
 
 
 def no_device_finding(rank, host: dict) -> dict:
     top = host["top_ops"][0] if host.get("top_ops") else None
     what = (f"; top operator by self time: {top['name']} ({100 * top['self_share']:.0f}%, {top['count']} calls)"
             if top else "")
-    return {"kind": "no-device", "severity": "info", "share": 0.0,
-            "message": f"rank {rank}: no GPU activity in this trace (no kernels, copies or device events); "
-                       f"host-side analysis only: {host['ops']} operators on {host['threads']} thread(s){what}",
-            "evidence": {"rank": rank, "ops": host["ops"], "threads": host["threads"]}, "fixes": []}
+    return Finding(kind="no-device", severity="info",
+                   message=f"rank {rank}: no GPU activity in this trace (no kernels, copies or device events); "
+                           f"host-side analysis only: {host['ops']} operators on {host['threads']} thread(s){what}",
+                   evidence={"rank": rank, "ops": host["ops"], "threads": host["threads"]}).as_dict()

@@ -4,6 +4,7 @@ from __future__ import annotations
 import statistics
 
 from .counters import rate_series
+from .findings import Finding
 
 
 def rates(samples: list[dict], key: str, t0_ns: int | None = None) -> list[tuple[float, float]]:
@@ -92,11 +93,11 @@ def neighbour_finding(samples: list[dict], saturated: float, others_min: float) 
     others = max(0.0, host * n_cores - ours)
     if host < saturated or others < others_min * n_cores:
         return None
-    return {"kind": "busy-neighbour", "severity": "moderate", "share": 0.0,
-            "message": f"a busy machine: its {n_cores} CPU cores were {100 * host:.0f}% busy while this run's "
-                       f"processes used {ours:.2f} core(s); other processes took {others:.2f} core(s). Step times, "
-                       f"the verdict and any speedup measured now are noisy: measure again on a quiet machine",
-            "evidence": {"host_cpu_busy": host, "run_cores": ours, "other_cores": others, "cores": n_cores,
-                         "samples": len(samples), "thresholds": {"saturated": saturated, "others": others_min}},
-            "fixes": []}
+    return Finding(kind="busy-neighbour", severity="moderate", share=0.0,
+                   message=f"a busy machine: its {n_cores} CPU cores were {100 * host:.0f}% busy while this run's "
+                           f"processes used {ours:.2f} core(s); other processes took {others:.2f} core(s). Step times, "
+                           f"the verdict and any speedup measured now are noisy: measure again on a quiet machine",
+                   evidence={"host_cpu_busy": host, "run_cores": ours, "other_cores": others, "cores": n_cores,
+                             "samples": len(samples), "thresholds": {"saturated": saturated, "others": others_min}},
+                   fixes=[]).as_dict()
 

@@ -16,14 +16,8 @@ import re
 
 from . import thresholds as T
 from .device_timeline import kernel_busy
+from .findings import FIXES_FOR, Finding, bound
 
-FIXES_FOR = {
-    "io": ["prefetch"],
-    "communication": ["compress", "bucket"],
-    "compute": ["amp", "compile"],
-    "launch": ["compile", "cuda-graphs", "fused-optim"],
-    "optimizer": ["fused-optim"],
-}
 LABEL = {"io": "Input-bound", "communication": "Communication-bound", "compute": "Compute-bound",
          "launch": "Launch-bound", "none": "No clear bottleneck"}
 
@@ -53,49 +47,41 @@ def phase_findings(share: dict, steps: int, median_s, steady_s=None) -> list[dic
     if sev:
         what = "waits for the DataLoader" if share.get("dataloader", 0) >= share.get("h2d", 0) \
             else "is spent copying batches to the device"
-        findings.append({
-            "kind": "io", "severity": sev, "share": io,
-            "message": f"{_pct(io)} of step time {what} (dataloader {_pct(share.get('dataloader', 0))}, "
-                       f"h2d {_pct(share.get('h2d', 0))}; {per_step})",
-            "evidence": {"dataloader_share": share.get("dataloader", 0.0), "h2d_share": share.get("h2d", 0.0),
-                         "median_step_s": median_s, "steady_step_s": steady_s, "steps": steps,
-                         "thresholds": {"moderate": T.IO_MODERATE, "high": T.IO_HIGH}},
-            "fixes": list(FIXES_FOR["io"]),
-        })
+        findings.append(bound(
+            "io", sev, io,
+            f"{_pct(io)} of step time {what} (dataloader {_pct(share.get('dataloader', 0))}, "
+            f"h2d {_pct(share.get('h2d', 0))}; {per_step})",
+            {"dataloader_share": share.get("dataloader", 0.0), "h2d_share": share.get("h2d", 0.0),
+             "median_step_s": median_s, "steady_step_s": steady_s, "steps": steps,
+             "thresholds": {"moderate": T.IO_MODERATE, "high": T.IO_HIGH}}))
     comm = share.get("allreduce", 0.0)
     sev = _grade(comm, T.COMM_MODERATE, T.COMM_HIGH)
     if sev:
-        findings.append({
-            "kind": "communication", "severity": sev, "share": comm,
-            "message": f"{_pct(comm)} of step time is exposed communication (collectives not hidden by compute)",
-            "evidence": {"allreduce_share": comm, "median_step_s": median_s, "steps": steps,
-                         "thresholds": {"moderate": T.COMM_MODERATE, "high": T.COMM_HIGH}},
-            "fixes": list(FIXES_FOR["communication"]),
-        })
+        findings.append(bound(
+            "communication", sev, comm,
+            f"{_pct(comm)} of step time is exposed communication (collectives not hidden by compute)",
+            {"allreduce_share": comm, "median_step_s": median_s, "steps": steps,
+             "thresholds": {"moderate": T.COMM_MODERATE, "high": T.COMM_HIGH}}))
     compute = share.get("forward", 0.0) + share.get("backward", 0.0) + share.get("optimizer", 0.0)
     if compute >= T.COMPUTE_DOMINANT:
         fixes = list(FIXES_FOR["compute"])
         if share.get("optimizer", 0.0) >= 0.10:
             fixes.append("fused-optim")
-        findings.append({
-            "kind": "compute", "severity": "high" if compute >= 0.8 else "moderate", "share": compute,
-            "message": f"{_pct(compute)} of step time is compute: forward {_pct(share.get('forward', 0))}, "
-                       f"backward {_pct(share.get('backward', 0))}, optimizer {_pct(share.get('optimizer', 0))} "
-                       f"({per_step})",
-            "evidence": {"forward_share": share.get("forward", 0.0), "backward_share": share.get("backward", 0.0),
-                         "optimizer_share": share.get("optimizer", 0.0), "median_step_s": median_s,
-                         "steps": steps, "threshold": T.COMPUTE_DOMINANT},
-            "fixes": fixes,
-        })
+        findings.append(bound(
+            "compute", "high" if compute >= 0.8 else "moderate", compute,
+            f"{_pct(compute)} of step time is compute: forward {_pct(share.get('forward', 0))}, "
+            f"backward {_pct(share.get('backward', 0))}, optimizer {_pct(share.get('optimizer', 0))} "
+            f"({per_step})",
+            {"forward_share": share.get("forward", 0.0), "backward_share": share.get("backward", 0.0),
+             "optimizer_share": share.get("optimizer", 0.0), "median_step_s": median_s,
+             "steps": steps, "threshold": T.COMPUTE_DOMINANT}, fixes))
     other = share.get("other", 0.0)
     if other >= T.OTHER_MODERATE:
-        findings.append({
-            "kind": "other", "severity": "moderate", "share": other,
-            "message": f"{_pct(other)} of step time is outside the measured phases (Python between phases, "
-                       f"logging, host-device syncs such as .item())",
-            "evidence": {"other_share": other, "threshold": T.OTHER_MODERATE},
-            "fixes": [],
-        })
+        findings.append(Finding(
+            kind="other", severity="moderate", share=other,
+            message=f"{_pct(other)} of step time is outside the measured phases (Python between phases, "
+                    f"logging, host-device syncs such as .item())",
+            evidence={"other_share": other, "threshold": T.OTHER_MODERATE}).as_dict())
     return findings
 
 
@@ -244,8 +230,7 @@ def device_findings(sh: dict, steady_s: float | None, kernel_source: str | None 
     out = []
 
     def add(kind, sev, message, fixes, **extra):
-        out.append({"kind": kind, "severity": sev, "share": b[kind], "message": message,
-                    "evidence": {**ev, **extra}, "fixes": fixes})
+        out.append(bound(kind, sev, b[kind], message, {**ev, **extra}, fixes))
 
     sev = _grade(b["io"], T.IO_MODERATE, T.IO_HIGH)
     if sev:

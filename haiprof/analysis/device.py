@@ -7,6 +7,7 @@ import numpy as np
 from haiprof.analyzers import device_timeline as D
 from haiprof.analyzers import thresholds as T
 from haiprof.analyzers import verdict
+from haiprof.analyzers.findings import Finding
 from haiprof.analyzers.step_columns import StepColumns
 
 # summary.json lists the device steps one by one up to this many; a longer run's are in RunData.device_steps
@@ -43,13 +44,13 @@ def analyze(records, op_trace: dict | None, split=None) -> dict | None:
     # describes another regime than the rest of the run.
     unrepresentative = bool(traced_s and steady_s and steady_s / traced_s >= T.TRACE_UNREPRESENTATIVE)
     if unrepresentative:
-        findings.append({
-            "kind": "trace-window", "severity": "info", "share": 0.0,
-            "message": f"the traced steps took {traced_s * 1e3:.1f} ms on the device against {steady_s * 1e3:.1f} ms "
-                       f"for the steady steps: the op-level trace (trace.json.gz) shows a different regime from the "
-                       f"rest of the run; the verdict follows the steady steps",
-            "evidence": {"traced_step_s": traced_s, "steady_step_s": steady_s,
-                         "threshold": T.TRACE_UNREPRESENTATIVE}, "fixes": []})
+        findings.append(Finding(
+            kind="trace-window", severity="info", share=0.0,
+            message=f"the traced steps took {traced_s * 1e3:.1f} ms on the device against {steady_s * 1e3:.1f} ms "
+                    f"for the steady steps: the op-level trace (trace.json.gz) shows a different regime from the "
+                    f"rest of the run; the verdict follows the steady steps",
+            evidence={"traced_step_s": traced_s, "steady_step_s": steady_s,
+                      "threshold": T.TRACE_UNREPRESENTATIVE}, fixes=[]).as_dict())
     # One meaning of busy on CUDA runs: kernels and copies (the compute spans scaled by the kernel density; copy
     # and collective spans in full), the same figure in the headline, the GPU section, its chart and the kernel
     # table. The gaps between kernels inside the spans are idle time with a cause of their own.

@@ -10,6 +10,7 @@ import json
 from haiprof.analyzers import fix_gain
 from haiprof.analyzers import thresholds as T
 from haiprof.analyzers import conditions
+from haiprof.analyzers.findings import Finding
 from haiprof.analyzers.compare import compare_summaries, step_distribution, step_time, text_lines
 from haiprof.analyzers.loss_guard import compare_losses
 from haiprof.analyzers.step_columns import split_columns
@@ -124,15 +125,15 @@ def add_fix_results(run_dir: RunDir, meta: dict, summary: dict) -> None:
     diffs = conditions.differences(base_summary.get("conditions"), summary.get("conditions"))
     gain["conditions"] = conditions.message(diffs, interleaved=bool(summary["fixes"]["interleaved_runs"]))
     if gain["conditions"]:
-        summary["findings"].insert(0, {"kind": "fix-conditions", "severity": "moderate", "share": 0.0,
-                                       "message": gain["conditions"], "evidence": {"differences": diffs},
-                                       "fixes": []})
+        summary["findings"].insert(0, Finding(kind="fix-conditions", severity="moderate", share=0.0,
+                                              message=gain["conditions"], evidence={"differences": diffs},
+                                              fixes=[]).as_dict())
     # before it: a phase the fix cannot touch that moved (the effect itself, where the conditions are its cause)
     moves = fix_gain.untouched_moves(cmp.get("phases"), gain.get("applied") or [], cmp["before"]["step_time_s"])
     gain["unreliable"] = fix_gain.unreliable_message(moves, gain.get("applied") or [])
     if gain["unreliable"]:
-        summary["findings"].insert(0, {"kind": "fix-unreliable", "severity": "moderate", "share": 0.0,
-                                       "message": gain["unreliable"], "evidence": {"moved": moves}, "fixes": []})
+        summary["findings"].insert(0, Finding(kind="fix-unreliable", severity="moderate", share=0.0,
+                                              message=gain["unreliable"], evidence={"moved": moves}).as_dict())
     fix_gain.with_interleaved(gain, fix_gain.interleaved(_pass_pairs(summary["fixes"]["interleaved_runs"])))
     # the conditions of the comparison, shown with it: how old the baseline is and how much each run's steady
     # steps spread (p10-p90 over the median), so a 1.1x against 20% noise reads as what it is
@@ -150,17 +151,17 @@ def add_fix_results(run_dir: RunDir, meta: dict, summary: dict) -> None:
     summary["fixes"]["gain"] = gain
     cmp["step_distribution"] = step_distribution(step_durations(rd, base_summary), step_durations(run_dir, summary))
     if gain["regression"]:
-        summary["findings"].insert(0, {
-            "kind": "fix-regression", "severity": "high", "share": 0.0, "message": gain["message"],
-            "evidence": {k: gain[k] for k in ("applied", "step_time_before_s", "step_time_after_s", "slower_pct")},
-            "fixes": []})
+        summary["findings"].insert(0, Finding(
+            kind="fix-regression", severity="high", share=0.0, message=gain["message"],
+            evidence={k: gain[k] for k in ("applied", "step_time_before_s", "step_time_after_s", "slower_pct")},
+            fixes=[]).as_dict())
     guard = compare_losses(read_losses(rd) or [], read_losses(run_dir) or [])
     summary["loss_guard"] = guard
     if guard["status"] == "diverged":
-        summary["findings"].insert(0, {
-            "kind": "fix-guard", "severity": "high", "share": 0.0,
-            "message": f"the fixed run's loss diverges from the baseline's: {guard['message']}",
-            "evidence": guard, "fixes": []})
+        summary["findings"].insert(0, Finding(
+            kind="fix-guard", severity="high", share=0.0,
+            message=f"the fixed run's loss diverges from the baseline's: {guard['message']}",
+            evidence=guard, fixes=[]).as_dict())
 
 
 def _pass_pairs(runs: list) -> list[tuple]:

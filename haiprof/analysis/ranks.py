@@ -21,6 +21,7 @@ import threading
 from concurrent.futures import ProcessPoolExecutor
 
 from haiprof.analyzers import actions
+from haiprof.analyzers.findings import Finding, checked
 from haiprof.analyzers import distributed as D
 from haiprof.analyzers import rank_spread
 from haiprof.analyzers import steps as step_analysis
@@ -206,11 +207,10 @@ def analyze_job(run_dir: RunDir) -> RunData:
     findings += [comm] if comm else []
     for s in slow:
         fixes = ["prefetch"] if s["cause"] == "dataloader" else []
-        findings.append({"kind": "straggler", "severity": "high", "share": split.get("skew_share", 0.0),
-                         "message": f"rank {s['rank']} ({s['host']}, local rank {s['local_rank']}) is the "
-                                    f"straggler: the other ranks wait {s['others_wait_ms_per_step']:.0f} ms per step "
-                                    f"for it; cause: {s['reason']}",
-                         "evidence": s, "fixes": fixes})
+        findings.append(_straggler("high", f"rank {s['rank']} ({s['host']}, local rank {s['local_rank']}) is the "
+                                           f"straggler: the other ranks wait {s['others_wait_ms_per_step']:.0f} ms "
+                                           f"per step for it; cause: {s['reason']}",
+                                   s, fixes, share=split.get("skew_share", 0.0)))
     findings += _spread_findings(spread, {s["rank"] for s in slow})
     bottleneck, headline = verdict.decide(findings, n)
     if not gathering:
@@ -235,7 +235,7 @@ def analyze_job(run_dir: RunDir) -> RunData:
                                                                  if ref else 0),
         "step_time_s": stats, "step_detection": ref.summary.get("step_detection", {}) if ref else {},
         "exit_code": exit_code, "finished": exit_code is not None,
-        "findings": verdict.sort_findings(findings), "command": meta.get("command"),
+        "findings": checked(verdict.sort_findings(findings)), "command": meta.get("command"),
         "utilization": ref.summary.get("utilization", {}) if ref else {},
         "collectors": ref.status if ref else {},
         "distributed": {"world_size": world, "ranks": rows, "hosts": hosts, "problems": problems,
@@ -267,27 +267,30 @@ CAUSE_TEXT = {"dataloader": "waiting for its DataLoader", "compute": "its forwar
               "other": "time outside the measured phases"}
 
 
+def _straggler(severity: str, message: str, evidence: dict, fixes=(), share: float = 0.0) -> dict:
+    """The straggler finding, one builder for its four cases: the job's straggler, a slow node or rank, the rest."""
+    return Finding(kind="straggler", severity=severity, share=share, message=message, evidence=evidence,
+                   fixes=list(fixes)).as_dict()
+
+
 def _spread_findings(spread: dict, named: set) -> list:
     """One finding per slow node and one per outlier rank not already named as the straggler (at most 5)."""
     out = []
     for nd in spread.get("nodes", []):
-        out.append({"kind": "straggler", "severity": "high", "share": 0.0,
-                    "message": f"node {nd['host']} is slow: {len(nd['slow_ranks'])} of its {nd['ranks_on_node']} "
-                               f"ranks (ranks {_span(nd['slow_ranks'])}) each spend {nd['excess_ms']:.0f} ms per "
-                               f"step more than the job's median before the gradient sync, mostly "
-                               f"{CAUSE_TEXT[nd['cause']]}; every other rank waits for them",
-                    "evidence": nd, "fixes": ["prefetch"] if nd["cause"] == "dataloader" else []})
+        out.append(_straggler("high", f"node {nd['host']} is slow: {len(nd['slow_ranks'])} of its "
+                                      f"{nd['ranks_on_node']} ranks (ranks {_span(nd['slow_ranks'])}) each spend "
+                                      f"{nd['excess_ms']:.0f} ms per step more than the job's median before the "
+                                      f"gradient sync, mostly {CAUSE_TEXT[nd['cause']]}; every other rank waits for "
+                                      f"them", nd, ["prefetch"] if nd["cause"] == "dataloader" else []))
     lone = [r for r in spread.get("ranks", []) if r["rank"] not in named]
     for r in lone[:5]:
-        out.append({"kind": "straggler", "severity": "high", "share": 0.0,
-                    "message": f"rank {r['rank']} ({r['host']}, local rank {r['local_rank']}) is slow: "
-                               f"{r['excess_ms']:.0f} ms per step more than the job's median before the gradient "
-                               f"sync, mostly {CAUSE_TEXT[r['cause']]}",
-                    "evidence": r, "fixes": ["prefetch"] if r["cause"] == "dataloader" else []})
+        out.append(_straggler("high", f"rank {r['rank']} ({r['host']}, local rank {r['local_rank']}) is slow: "
+                                      f"{r['excess_ms']:.0f} ms per step more than the job's median before the "
+                                      f"gradient sync, mostly {CAUSE_TEXT[r['cause']]}",
+                              r, ["prefetch"] if r["cause"] == "dataloader" else []))
     if len(lone) > 5:
-        out.append({"kind": "straggler", "severity": "moderate", "share": 0.0,
-                    "message": f"{len(lone) - 5} more slow rank(s): see the ranks table",
-                    "evidence": {"ranks": [r["rank"] for r in lone[5:]]}, "fixes": []})
+        out.append(_straggler("moderate", f"{len(lone) - 5} more slow rank(s): see the ranks table",
+                              {"ranks": [r["rank"] for r in lone[5:]]}))
     return out
 
 

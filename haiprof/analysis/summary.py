@@ -12,6 +12,7 @@ from haiprof.analyzers import step_columns
 from haiprof.analyzers import steps as step_analysis
 from haiprof.analyzers import thresholds as T
 from haiprof.analyzers import conditions, h2d, utilization, verdict
+from haiprof.analyzers.findings import Finding, checked
 
 from ..rundir import SCHEMA_VERSION, TRACE_FILE, RunDir, iter_records
 from . import device as device_analysis
@@ -182,12 +183,12 @@ def analyze(run_dir: RunDir, extra_findings: list | None = None) -> RunData:
     if exit_code is None:
         live, _ = run_dir.in_progress(meta) if not meta.get("distributed") else (False, "")
         summary["snapshot"] = live   # `haiprof report` of a run still going: what it has written so far
-        summary["findings"].append({
-            "kind": "incomplete", "severity": "info", "share": 0.0,
-            "message": (f"a snapshot of a run still in progress, after {n} step(s): the run writes its own report "
-                        "when it ends" if live else
-                        "the run did not finish under haiprof (killed?): data up to the last flush is shown"),
-            "evidence": {"last_flush": "≤ 1 s before the end"}, "fixes": []})
+        summary["findings"].append(Finding(
+            kind="incomplete", severity="info", share=0.0,
+            message=(f"a snapshot of a run still in progress, after {n} step(s): the run writes its own report "
+                     "when it ends" if live else
+                     "the run did not finish under haiprof (killed?): data up to the last flush is shown"),
+            evidence={"last_flush": "≤ 1 s before the end"}, fixes=[]).as_dict())
     # --- fixes (haiprof run --fix): what each fix did, before/after, loss guard ---
     from .fix_results import add_fix_results
     add_fix_results(run_dir, meta, summary)
@@ -197,6 +198,7 @@ def analyze(run_dir: RunDir, extra_findings: list | None = None) -> RunData:
     if top is not None:   # the headline once more, now that what the script already does is known
         summary["headline"] = verdict.headline(top, stats.get("steady") or stats.get("median"), left_out) + suffix
     _drop_left_out_fixes(summary["findings"], left_out)
+    summary["findings"] = checked(summary["findings"])   # the contract, after the last in-place edit
     summary["next_steps"] = gpu_analysis.next_steps(summary)   # "do this next", ranked
     timelines = {"system": utilization.system_timelines(samples.get("system", []), origin),
                  "hardware": hw["timelines"], "origin_ns": origin}

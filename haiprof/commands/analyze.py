@@ -118,6 +118,7 @@ def analyse(traces: dict) -> tuple[dict, list, dict]:
     from haiprof.analyzers import thresholds as T
     from haiprof.analyzers import trace_breakdown as B
     from haiprof.analyzers import trace_ops, trace_phases
+    from haiprof.analyzers.findings import Finding, edited
 
     devs = B.analyse_ranks(traces)
     ranks, findings = {}, []
@@ -138,16 +139,16 @@ def analyse(traces: dict) -> tuple[dict, list, dict]:
             # No device: the host's own launch analysis, the one `haiprof run` applies to its tracing window.
             from haiprof.analyzers import launch as launch_analysis
             cpu = launch_analysis.analyze_events(launch_analysis.complete_events(td.events))
-            findings += [{**f, "message": f"rank {rank}: {f['message']}"} for f in cpu.get("findings", [])]
+            findings += [edited(f, message=f"rank {rank}: {f['message']}") for f in cpu.get("findings", [])]
         else:
             f = trace_phases.launch_finding(rank, temporal, idle, launch)
             if f:
                 findings.append(f)
         if td.truncated:
-            findings.append({"kind": "truncated", "severity": "info", "share": 0.0,
-                             "message": f"rank {rank}: trace truncated ({td.truncation_reason}); the readable "
-                                        f"part ({len(td.events)} events) was analysed",
-                             "evidence": {"file": td.path, "reason": td.truncation_reason}, "fixes": []})
+            findings.append(Finding(kind="truncated", severity="info",
+                                    message=f"rank {rank}: trace truncated ({td.truncation_reason}); the "
+                                            f"readable part ({len(td.events)} events) was analysed",
+                                    evidence={"file": td.path, "reason": td.truncation_reason}).as_dict())
     # one launch finding (the worst rank) is enough for the verdict; the others stay visible per rank
     launch = sorted((f for f in findings if f["kind"] == "launch"), key=lambda f: -f["share"])
     findings = [f for f in findings if f["kind"] != "launch"] + launch[:1]
