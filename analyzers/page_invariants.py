@@ -124,9 +124,11 @@ def _step_times(s: dict, html: str | None) -> list[str]:
     groups: dict = {}
     out = []
     for m in STEP_FIGURE.finditer(text):
-        before = text[max(0, m.start() - 40):m.start()]
-        if m.group("b") and re.search(r"(->|→) ?$|\b(dataloader|h2d|forward|backward|optimizer|allreduce|other)\b", before):
-            continue   # a phase's time a step ("dataloader 30.4 -> 43.1 ms/step"), not a step time
+        before, after = text[max(0, m.start() - 40):m.start()], text[m.end():m.end() + 8]
+        if m.group("b") and (re.search(r"(->|→|\(|\+|=) ?$|\b(dataloader|h2d|forward|backward|optimizer|allreduce|"
+                                       r"other)\b", before) or re.match(r" (more|less|before|after)\b", after)):
+            continue   # an amount a step ("dataloader 30.4 -> 43.1 ms/step", "transfer 50% (31.3 ms/step)",
+            #            "+40 ms/step before the sync"), not the step's time
         value = float(m.group("a") or m.group("b") or m.group("c") or m.group("d"))
         start = max(text.rfind(". ", 0, m.start()), text.rfind(": ", 0, m.start()))
         end = text.find(". ", m.end())

@@ -71,7 +71,8 @@ def test_the_checker_holds_every_step_time_to_its_clock():
     page = ("<p>Input-bound (high): the GPU waited for input 80% of the 40.0 ms step.</p>"
             "<p>A steady step takes 40.0 ms. The slowest steps, in ms on the host clock.</p>"
             "<p>expected, this action alone: step 40.0 → 8.0 ms at best (80% of the step)</p>"
-            "<p>dataloader 30.4 -> 43.1 ms/step, the median step with the profiler on is 52 ms.</p>")
+            "<p>dataloader 30.4 -> 43.1 ms/step, the median step with the profiler on is 52 ms.</p>"
+            "<p>transfer 50% (31.3 ms/step), +40 ms/step before the sync, 60 ms/step more waiting.</p>")
     assert check(GOOD, {}, page) == []
     host_median = page + "<p>The median step is 3.98 ms.</p>"   # a bimodal host median beside the device's step
     assert any("step time 3.98 ms where the page's steady step is 40.0 ms" in v for v in check(GOOD, {}, host_median))
