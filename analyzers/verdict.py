@@ -16,7 +16,7 @@ import re
 
 from . import thresholds as T
 from .device_timeline import kernel_busy
-from .findings import FIXES_FOR, Finding, bound
+from .findings import FIXES_FOR, Finding, bound, edited
 
 LABEL = {"io": "Input-bound", "communication": "Communication-bound", "compute": "Compute-bound",
          "launch": "Launch-bound", "none": "No clear bottleneck"}
@@ -100,15 +100,15 @@ def split_host_compute(findings: list[dict]) -> None:
         return
     phases, overhead = compute.get("share", 0.0), min(launch.get("share", 0.0), compute.get("share", 0.0))
     rest = phases - overhead
-    compute["share"] = rest
-    compute["evidence"] = {**(compute.get("evidence") or {}), "phases_share": phases,
-                           "framework_overhead_share": overhead}
-    compute["message"] = (f"{_pct(rest)} of step time is the ops' own compute: the forward/backward/optimizer "
-                          f"phases take {_pct(phases)}, of which framework overhead (the launch finding) is "
-                          f"{_pct(overhead)}" + (f" ({compute['message'].split(' (', 1)[1]}"
-                                                 if " (" in compute["message"] else ""))
-    if rest < T.COMPUTE_DOMINANT:
-        compute["severity"] = "moderate" if rest >= T.COMPUTE_DOMINANT / 2 else "low"
+    message = (f"{_pct(rest)} of step time is the ops' own compute: the forward/backward/optimizer phases take "
+               f"{_pct(phases)}, of which framework overhead (the launch finding) is {_pct(overhead)}"
+               + (f" ({compute['message'].split(' (', 1)[1]}" if " (" in compute["message"] else ""))
+    severity = compute["severity"] if rest >= T.COMPUTE_DOMINANT else \
+        "moderate" if rest >= T.COMPUTE_DOMINANT / 2 else "low"
+    at = next(i for i, f in enumerate(findings) if f is compute)
+    findings[at] = edited(compute, share=rest, message=message, severity=severity,
+                          evidence={**(compute.get("evidence") or {}), "phases_share": phases,
+                                    "framework_overhead_share": overhead})
 
 
 BOUND_KINDS = ("io", "compute", "launch", "communication")

@@ -12,7 +12,7 @@ from haiprof.analyzers import step_columns
 from haiprof.analyzers import steps as step_analysis
 from haiprof.analyzers import thresholds as T
 from haiprof.analyzers import conditions, h2d, utilization, verdict
-from haiprof.analyzers.findings import Finding, checked
+from haiprof.analyzers.findings import Finding, checked, edited
 
 from ..rundir import SCHEMA_VERSION, TRACE_FILE, RunDir, iter_records
 from . import device as device_analysis
@@ -213,11 +213,12 @@ def analyze(run_dir: RunDir, extra_findings: list | None = None) -> RunData:
 def _drop_left_out_fixes(findings: list, left_out: dict) -> None:
     """No fix is offered anywhere on the page for what the script already does (or this run applied): each
     finding keeps the others; the left-out ones go to its evidence with the reason."""
-    for f in findings:
+    for i, f in enumerate(findings):
         gone = [x for x in f.get("fixes") or [] if x in left_out]
         if gone:
-            f["fixes"] = [x for x in f["fixes"] if x not in left_out]
-            f.setdefault("evidence", {})["fixes_left_out"] = {x: left_out[x] for x in gone}
+            findings[i] = edited(f, fixes=[x for x in f["fixes"] if x not in left_out],
+                                 evidence={**(f.get("evidence") or {}),
+                                           "fixes_left_out": {x: left_out[x] for x in gone}})
 
 
 def _cuda_host_cpu_model(meta: dict, op_trace: dict | None) -> bool:
