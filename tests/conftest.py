@@ -112,6 +112,29 @@ def seeded(tmp_path_factory):
     return plain, out, r
 
 
+@pytest.fixture(scope="session")
+def seeded_sampled(tmp_path_factory):
+    """seeded_train.py under `haiprof run --quiet --sample-interval 0.1`: the run directory, for the whole session.
+    Tests only read it; one that changes it works on a copy."""
+    out = tmp_path_factory.mktemp("seeded-sampled") / "run"
+    r = run_haiprof("run", "--quiet", "--sample-interval", "0.1", "--out", out, SCRIPTS / "seeded_train.py")
+    assert r.returncode == 0, r.stderr
+    return out
+
+
+@pytest.fixture(scope="session")
+def fix_pair(tmp_path_factory):
+    """fix_workload.py --steps 12 under `haiprof run --quiet` (base/) and then, beside it, with --fix fused-optim
+    (fixed/, whose baseline is base/): their parent directory, for the whole session. Tests only read or copy them."""
+    parent = tmp_path_factory.mktemp("fix-pair")
+    workload, args = SCRIPTS / "fix_workload.py", ["--steps", "12"]
+    r = run_haiprof("run", "--quiet", "--out", parent / "base", workload, *args)
+    assert r.returncode == 0, r.stderr
+    r = run_haiprof("run", "--quiet", "--fix", "fused-optim", "--out", parent / "fixed", workload, *args, timeout=400)
+    assert r.returncode == 0, r.stderr
+    return parent
+
+
 GPU_RUNS = Path(os.environ.get("HAIPROF_GPU_RUNS", REPO.parent / "shared" / "gpu-runs"))
 
 

@@ -7,16 +7,13 @@ import sys
 import pytest
 
 import haiprof
-from conftest import SCRIPTS, load_summary, run_haiprof, phase_records
+from conftest import load_summary, phase_records
 from haiprof.rundir import ALL_PHASES, NotARunDir
 
 
 @pytest.fixture(scope="module")
-def seeded_run(tmp_path_factory):
-    out = tmp_path_factory.mktemp("api") / "run"
-    r = run_haiprof("run", "--quiet", "--sample-interval", "0.1", "--out", out, SCRIPTS / "seeded_train.py")
-    assert r.returncode == 0, r.stderr
-    return out
+def seeded_run(seeded_sampled):
+    return seeded_sampled   # seeded_train.py under `haiprof run --quiet --sample-interval 0.1` (conftest), only read
 
 
 def test_import_haiprof_stays_cheap():

@@ -37,13 +37,8 @@ def test_command_mismatch_names_both_commands(tmp_path):
 
 
 @pytest.fixture(scope="module")
-def runs(tmp_path_factory):
-    parent = tmp_path_factory.mktemp("cmp")
-    r = run_haiprof("run", "--quiet", "--out", parent / "base", WORKLOAD, *ARGS)
-    assert r.returncode == 0, r.stderr
-    r = run_haiprof("run", "--quiet", "--fix", "fused-optim", "--out", parent / "fixed", WORKLOAD, *ARGS)
-    assert r.returncode == 0, r.stderr
-    return parent
+def runs(fix_pair):
+    return fix_pair   # base/, fixed/ (--fix fused-optim): WORKLOAD, ARGS, as conftest.fix_pair runs them; only read
 
 
 def test_compare_html_page(runs, browser, tmp_path):  # noqa: F811

@@ -8,7 +8,7 @@ from collections import defaultdict
 import pytest
 
 import haiprof
-from conftest import SCRIPTS, load_summary, run_haiprof, phase_records
+from conftest import load_summary, run_haiprof, phase_records
 from haiprof.commands.export import RANK_PID_BASE, SYSTEM_PID
 
 PHASE_NAMES = {"dataloader", "h2d", "forward", "backward", "optimizer", "allreduce"}
@@ -49,11 +49,8 @@ def validate_chrome_trace(trace: dict) -> list[dict]:
 
 
 @pytest.fixture(scope="module")
-def seeded_run(tmp_path_factory):
-    out = tmp_path_factory.mktemp("export") / "run"
-    r = run_haiprof("run", "--quiet", "--sample-interval", "0.1", "--out", out, SCRIPTS / "seeded_train.py")
-    assert r.returncode == 0, r.stderr
-    return out
+def seeded_run(seeded_sampled):
+    return seeded_sampled   # seeded_train.py under `haiprof run --quiet --sample-interval 0.1` (conftest), only read
 
 
 def test_export_chrome_structure(seeded_run, tmp_path):
@@ -95,9 +92,11 @@ def test_export_cuda_events_track_when_there_are_gpu_records(seeded_run, tmp_pat
 
 
 def test_export_default_path_and_gzip(seeded_run, tmp_path):
-    r = run_haiprof("export", seeded_run)
+    run = tmp_path / "run"   # the default path is inside the run directory: a copy of the shared run
+    shutil.copytree(seeded_run, run)
+    r = run_haiprof("export", run)
     assert r.returncode == 0, r.stderr
-    validate_chrome_trace(json.loads((seeded_run / "trace.chrome.json").read_text()))
+    validate_chrome_trace(json.loads((run / "trace.chrome.json").read_text()))
     r = run_haiprof("export", seeded_run, "--out", tmp_path / "t.json.gz")
     assert r.returncode == 0, r.stderr
     with gzip.open(tmp_path / "t.json.gz", "rt") as f:

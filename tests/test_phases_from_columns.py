@@ -14,7 +14,7 @@ import haiprof
 from haiprof.phasestore import encode_chunk
 from haiprof.rundir import PHASES, RunDir, iter_records
 
-from conftest import REPO, SCRIPTS, run_haiprof
+from conftest import REPO
 
 GPU_RUNS = Path(os.environ.get("HAIPROF_GPU_RUNS", REPO.parent / "shared" / "gpu-runs"))
 H100 = GPU_RUNS / "h100-2026-11-22"
@@ -45,11 +45,8 @@ def _same(path) -> pd.DataFrame:
 
 
 @pytest.fixture(scope="module")
-def cpu_run(tmp_path_factory):
-    out = tmp_path_factory.mktemp("phases") / "run"
-    r = run_haiprof("run", "--quiet", "--out", out, SCRIPTS / "seeded_train.py")
-    assert r.returncode == 0, r.stderr
-    return out
+def cpu_run(seeded):
+    return seeded[1]   # seeded_train.py under `haiprof run --quiet` (conftest.seeded), only read or copied here
 
 
 def test_a_cpu_run(cpu_run):

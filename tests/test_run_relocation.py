@@ -16,13 +16,10 @@ ARGS = ["--steps", "12"]
 
 
 @pytest.fixture(scope="module")
-def made(tmp_path_factory):
-    """A baseline and a fused-optim run of it, side by side, as `haiprof run` leaves them (only copied from)."""
-    parent = tmp_path_factory.mktemp("made")
-    r = run_haiprof("run", "--quiet", "--out", parent / "base", WORKLOAD, *ARGS)
-    assert r.returncode == 0, r.stderr
-    r = run_haiprof("run", "--quiet", "--fix", "fused-optim", "--out", parent / "fixed", WORKLOAD, *ARGS, timeout=400)
-    assert r.returncode == 0, r.stderr
+def made(fix_pair):
+    """A baseline and a fused-optim run of it, side by side, as `haiprof run` leaves them (only copied from): WORKLOAD
+    with ARGS, as conftest.fix_pair runs them."""
+    parent = fix_pair
     s = load_summary(parent / "fixed")
     assert s["comparison"]["baseline_run"] == str((parent / "base").resolve()) and s["comparison"]["speedup"]
     return parent
