@@ -170,20 +170,21 @@ def headline(top: dict, step_s: float | None, left_out: dict | None = None) -> s
     return sentence + "."
 
 
-def _choose(eligible: list[dict], findings: list[dict]) -> tuple[str, str]:
+def _choose(eligible: list[dict], ranked: list[dict], findings: list[dict]) -> tuple[str, str]:
     """The eligible class with the most removable time, its severity raised to the highest of the bound classes
-    ranked below it (the order of the findings never contradicts the verdict), and its one-sentence headline."""
+    ranked below it (the order of the findings never contradicts the verdict), and its one-sentence headline. The
+    chosen finding is replaced in `findings` by one that carries its removable share and the runner-up."""
     top = max(eligible, key=removable)
-    others = sorted((f for f in findings if f["kind"] in BOUND_KINDS and f is not top), key=removable, reverse=True)
-    for f in others:
-        if _SEVERITY.get(f.get("severity"), 0) > _SEVERITY.get(top.get("severity"), 0):
-            top["severity"] = f["severity"]
-    top["removable_share"] = removable(top)
+    others = sorted((f for f in ranked if f["kind"] in BOUND_KINDS and f is not top), key=removable, reverse=True)
+    severity = max([top["severity"]] + [f["severity"] for f in others], key=lambda s: _SEVERITY.get(s, 0))
+    evidence = dict(top.get("evidence") or {})
     runner = next((f for f in others if removable(f) > 0), None)
     if runner is not None:   # evidence, not headline: one number up there
-        top.setdefault("evidence", {})["runner_up"] = {"kind": runner["kind"], "share": runner.get("share", 0.0),
-                                                       "removable_share": removable(runner)}
-    return top["kind"], headline(top, _step_s(top))
+        evidence["runner_up"] = {"kind": runner["kind"], "share": runner.get("share", 0.0),
+                                 "removable_share": removable(runner)}
+    chosen = edited(top, severity=severity, removable_share=removable(top), evidence=evidence)
+    findings[next(i for i, f in enumerate(findings) if f is top)] = chosen
+    return chosen["kind"], headline(chosen, _step_s(chosen))
 
 
 def decide(findings: list[dict], steps: int) -> tuple[str, str]:
@@ -195,7 +196,7 @@ def decide(findings: list[dict], steps: int) -> tuple[str, str]:
     eligible = [f for f in findings if (f["kind"] in ("io", "communication", "launch") and f["severity"] == "high")
                 or f["kind"] == "compute"]
     if eligible:
-        return _choose(eligible, findings)
+        return _choose(eligible, findings, findings)
     notable = sorted(findings, key=lambda f: f.get("share", 0.0), reverse=True)
     detail = f" Largest: {notable[0]['message']}." if notable else ""
     return "none", f"{LABEL['none']}: no phase dominates the step.{detail}"
@@ -272,7 +273,7 @@ def decide_device(findings: list[dict], steps: int) -> tuple[str, str]:
     device = [f for f in findings if f["kind"] in DEVICE_KINDS and f.get("evidence", {}).get("timeline") == "device"]
     eligible = [f for f in device if f["severity"] == "high" or f.get("share", 0.0) >= T.DEVICE_VERDICT_MIN]
     if eligible:
-        return _choose(eligible, device)
+        return _choose(eligible, device, findings)
     notable = sorted(findings, key=lambda f: f.get("share", 0.0), reverse=True)
     detail = f" Largest: {notable[0]['message']}." if notable else ""
     return "none", f"{LABEL['none']}: nothing fills {_pct(T.DEVICE_VERDICT_MIN)} of the device step.{detail}"
