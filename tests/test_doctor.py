@@ -1,17 +1,25 @@
 import json
 
+import pytest
+
 from conftest import run_haiprof
 
 NAMES = ("system", "gpu", "infiniband", "nic", "numa", "membw", "rapl", "storage")
 
 
-def test_doctor_lists_every_collector_with_reason_and_host_facts():
-    r = run_haiprof("doctor", timeout=60)
+@pytest.fixture(scope="module")
+def doctor():
+    """`haiprof doctor` and `haiprof doctor --json`, each run once for the module: (text result, json result)."""
+    return run_haiprof("doctor", timeout=60), run_haiprof("doctor", "--json", timeout=60)
+
+
+def test_doctor_lists_every_collector_with_reason_and_host_facts(doctor):
+    r, as_json = doctor
     assert r.returncode == 0, r.stderr
     for name in NAMES:
         assert f"\n  {name}" in "\n" + r.stdout
     assert "cores:" in r.stdout and "NUMA nodes:" in r.stdout and "GPUs:" in r.stdout and "NICs:" in r.stdout
-    j = json.loads(run_haiprof("doctor", "--json", timeout=60).stdout)
+    j = json.loads(as_json.stdout)
     rows = {c["collector"]: c for c in j["collectors"]}
     assert set(rows) == set(NAMES)
     for c in rows.values():
@@ -24,14 +32,14 @@ def test_doctor_bad_option_is_one_line():
     assert r.returncode != 0 and "Traceback" not in r.stderr
 
 
-def test_doctor_reports_cuda_kineto_and_cupti():
+def test_doctor_reports_cuda_kineto_and_cupti(doctor):
     import torch
-    r = run_haiprof("doctor", timeout=60)
+    r, as_json = doctor
     assert r.returncode == 0, r.stderr
     tail = r.stdout.split("\ntorch:\n", 1)[1]
     for word in ("torch: ", "CUDA: ", "torch.profiler (Kineto): ", "CUPTI: "):
         assert word in tail, tail
-    t = json.loads(run_haiprof("doctor", "--json", timeout=60).stdout)["torch"]
+    t = json.loads(as_json.stdout)["torch"]
     assert t["torch"] == torch.__version__ and t["cuda_available"] == torch.cuda.is_available()
     assert t["kineto"] is True and "CPU" in t["profiler_activities"]
     if torch.version.cuda is None:

@@ -6,7 +6,7 @@ import zipapp
 
 import pytest
 
-from conftest import load_summary, run_haiprof
+from conftest import in_parallel, load_summary, run_haiprof
 
 MAIN = """\
 import sys
@@ -33,9 +33,10 @@ def apps(tmp_path):
 
 @pytest.mark.parametrize("target", ["app.pyz", "app"])
 def test_zipapp_and_directory_run_as_python_runs_them(apps, target):
-    plain = subprocess.run([sys.executable, target, "a", "b"], cwd=apps, capture_output=True, text=True,
-                           timeout=120)
-    r = run_haiprof("run", "--quiet", "--out", apps / f"run-{target}", target, "a", "b", cwd=apps)
+    plain, r = in_parallel(   # side by side: most of each is torch's import
+        lambda: subprocess.run([sys.executable, target, "a", "b"], cwd=apps, capture_output=True, text=True,
+                               timeout=120),
+        lambda: run_haiprof("run", "--quiet", "--out", apps / f"run-{target}", target, "a", "b", cwd=apps))
     assert plain.returncode == 3, plain.stderr
     assert (r.returncode, r.stdout) == (plain.returncode, plain.stdout), r.stderr
     assert load_summary(apps / f"run-{target}")["steps"] == 5
