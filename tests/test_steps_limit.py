@@ -1,5 +1,7 @@
 """`--steps N` stops where step N+1 would begin: step N's own logging and evaluation run, the script's finally
 blocks run, and a script that swallows the stop (a bare `except:`) is still ended, its run written."""
+import json
+
 from conftest import SCRIPTS, load_summary, run_haiprof
 
 SCRIPT = SCRIPTS / "steps" / "logs_after_step.py"
@@ -24,3 +26,6 @@ def test_a_bare_except_cannot_keep_it_running(tmp_path):
     assert "caught the stop" in r.stderr and "Traceback" not in r.stderr
     s = load_summary(tmp_path / "r")
     assert s["steps"] == 5 and s["exit_code"] == 0
+    # the run that ends here (as --fix auto's diagnosis pass does) still knows what the script already does
+    assert json.loads((tmp_path / "r" / "meta.json").read_text())["script_uses"] == {"fused-optim": "SGD(foreach=True)"}
+    assert "fused-optim" in s["advice_left_out"]

@@ -130,9 +130,12 @@ def profile_target(run_dir: RunDir, opts: RunOptions, on_exit: Callable, fix_pla
     def end(outcome_, **how) -> None:
         """Undo what was started, then write how the run ended; a write that fails is said once (Unwritten)."""
         teardown.close()
+        # what the script already does, however the run ends: the advice leaves those fixes out (--fix auto's
+        # diagnosis pass ends through stop_here too)
         unwritten.attempt("meta.json", lambda: run_dir.update_meta(
             end_time=time.time(), end_monotonic_ns=time.monotonic_ns(), exit_code=outcome_.exit_code,
-            how=outcome_.how, error=outcome_.error, steps_limit=opts.steps, **how, cpu_wait_share=wait.share()))
+            how=outcome_.how, error=outcome_.error, steps_limit=opts.steps, **how, cpu_wait_share=wait.share(),
+            script_uses=dict(recorder.script_uses)))
         unwritten.say()
 
     if opts.steps:
@@ -168,7 +171,7 @@ def profile_target(run_dir: RunDir, opts: RunOptions, on_exit: Callable, fix_pla
             with term:   # until the data is on disk a SIGTERM is only noted (see SigtermDeferred)
                 if outcome is None:  # we are being torn down by something we did not catch
                     outcome = launcher.Outcome(1, "exception", error="haiprof interrupted")
-                end(outcome, script_uses=dict(recorder.script_uses))
+                end(outcome)
             if term.signum is not None and outcome.reraise_signal is None:
                 outcome.reraise_signal = term.signum   # end of it after on_exit, with the status it would give
             finishing.guard_sigterm(term.signum)   # a SIGTERM while the report is written: noted, report finished

@@ -6,7 +6,7 @@ import time
 import torch
 
 model = torch.nn.Linear(8, 1)
-opt = torch.optim.SGD(model.parameters(), lr=0.1)
+opt = torch.optim.SGD(model.parameters(), lr=0.1, foreach=True)   # a multi-tensor optimizer: fused-optim is done
 data = torch.utils.data.DataLoader(torch.utils.data.TensorDataset(torch.randn(4000, 8)), batch_size=4)
 bare = "bare" in sys.argv
 if bare:   # no DataLoader: the stop can only come from inside the try (the model's forward)
