@@ -24,10 +24,13 @@ def test_diagnosis_pass_skips_the_scripts_cleanup_and_shows_its_output(tmp_path)
 
 
 def test_script_failing_in_the_diagnosis_ends_with_pythons_exit_code(tmp_path):
-    plain = subprocess.run([sys.executable, str(SCRIPT), "40", "5"], capture_output=True, text=True, cwd=tmp_path,
-                           timeout=120)
-    r = run_haiprof("run", "--fix", "auto", "--out", tmp_path / "runs" / "fixed", SCRIPT, "40", "5", cwd=tmp_path,
-                    timeout=400)
+    plain_dir = tmp_path / "plain"   # its own directory: the two run side by side
+    plain_dir.mkdir()
+    plain, r = in_parallel(
+        lambda: subprocess.run([sys.executable, str(SCRIPT), "40", "5"], capture_output=True, text=True,
+                               cwd=plain_dir, timeout=120),
+        lambda: run_haiprof("run", "--fix", "auto", "--out", tmp_path / "runs" / "fixed", SCRIPT, "40", "5",
+                            cwd=tmp_path, timeout=400))
     assert plain.returncode == 1 and r.returncode == 1, r.stderr
     assert "RuntimeError: bad batch 5" in r.stderr and "the script failed during the diagnosis pass" in r.stderr
     assert "haiprof: [diagnosis] step 4" in r.stderr
