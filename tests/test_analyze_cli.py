@@ -6,7 +6,7 @@ from pathlib import Path
 
 import pytest
 
-from conftest import load_summary, run_haiprof
+from conftest import in_parallel, load_summary, run_haiprof
 
 DATA = Path(__file__).parent / "data" / "hta"
 CONTRACT = ("schema_version", "bottleneck", "phase_share", "steps", "step_time_s", "exit_code", "findings")
@@ -129,8 +129,10 @@ def test_trace_inside_a_run_directory_is_judged_with_the_runs_steps(tmp_path, ex
     assert r.returncode == 0, r.stderr
     ran = load_summary(run)
     assert (run / "trace.json.gz").is_file() and ran["traced_steps_excluded"] >= 1
-    out = tmp_path / "analyzed"
-    r = run_haiprof("analyze", run / "trace.json.gz", "--out", out)
+    out, alone = tmp_path / "analyzed", tmp_path / "alone"
+    r, r_alone = in_parallel(   # two independent analyses of the same trace, side by side
+        lambda: run_haiprof("analyze", run / "trace.json.gz", "--out", out),
+        lambda: run_haiprof("analyze", "--quiet", "--trace-only", run / "trace.json.gz", "--out", alone))
     assert r.returncode == 0, r.stderr
     s = load_summary(out)
     assert s["source"] == "trace" and s["trace"]["ranks"]["0"]["events"] > 0
@@ -138,8 +140,7 @@ def test_trace_inside_a_run_directory_is_judged_with_the_runs_steps(tmp_path, ex
     assert s["steps"] == ran["steps"] and s["step_time_s"]["steady"] == ran["step_time_s"]["steady"]
     assert s["phase_share"] == ran["phase_share"]
     assert "recorded by `haiprof run`" in r.stderr and json.loads((out / "meta.json").read_text())["steps_from_run"]
-    alone = tmp_path / "alone"
-    r = run_haiprof("analyze", "--quiet", "--trace-only", run / "trace.json.gz", "--out", alone)
+    r = r_alone
     assert r.returncode == 0, r.stderr
     s = load_summary(alone)
     _check_contract(s)
