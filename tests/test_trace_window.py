@@ -5,7 +5,7 @@ import json
 
 import pytest
 
-from conftest import EXAMPLES, SCRIPTS, load_summary, run_haiprof, teardown_cupti_probe
+from conftest import EXAMPLES, SCRIPTS, in_parallel, load_summary, run_haiprof, teardown_cupti_probe
 from haiprof.analyzers.steps import build_steps
 from haiprof.rundir import RunDir, iter_records
 
@@ -135,9 +135,10 @@ def test_script_with_a_scheduled_profiler_keeps_its_session_and_stderr(tmp_path)
     import subprocess
     import sys
     script = SCRIPTS / "scheduled_profiler.py"
-    plain = subprocess.run([sys.executable, str(script)], capture_output=True, text=True, timeout=120)
     out = tmp_path / "sched"
-    r = run_haiprof("run", "--quiet", "--out", out, script)
+    plain, r = in_parallel(lambda: subprocess.run([sys.executable, str(script)], capture_output=True, text=True,
+                                                  timeout=120),
+                           lambda: run_haiprof("run", "--quiet", "--out", out, script))
     assert (r.returncode, r.stdout) == (plain.returncode, plain.stdout) == (0, "events True\n"), r.stderr
     def strip(err):
         return [re.sub(r"^USDT:[^\]]*\]", "", line) for line in err.splitlines()]
