@@ -90,6 +90,37 @@ def clock_of(f: dict) -> str:
     return "device" if (f.get("evidence") or {}).get("timeline") == "device" else "host"
 
 
+def host_launch_on_the_step(findings: list[dict], share: dict) -> None:
+    """The host launch finding is measured on the few traced steps (a trace's framework overhead over its steps'
+    time less their input wait); every other host share is of the steady step. Quoted beside each other the two
+    add past 100% when the traced steps did not wait for input the way the steady ones do (a fixed loader's
+    queue full during the window: io 96% beside launch 83%). So the launch share is carried onto the steady step:
+    the same fraction of the part of it that is not input wait."""
+    at = next((i for i, f in enumerate(findings) if f.get("kind") == "launch" and clock_of(f) == "host"), None)
+    if at is None:
+        return
+    launch = findings[at]
+    ev = launch.get("evidence") or {}
+    work = 1.0 - ev.get("dataloader_share", 0.0)                       # of the traced steps
+    outside_input = max(0.0, 1.0 - share.get("dataloader", 0.0) - share.get("h2d", 0.0))   # of the steady step
+    fraction = min(1.0, launch.get("share", 0.0) / work) if work > 0 else 0.0
+    on_step = fraction * outside_input
+    if abs(on_step - launch.get("share", 0.0)) < 0.005:
+        return   # the traced steps are the steady ones' kind: nothing to carry
+    heavy = min(1.0, ev.get("heavy_share", 0.0) / work) * outside_input if work > 0 else 0.0
+    severity = _grade(on_step, T.LAUNCH_MODERATE, T.LAUNCH_HIGH) or "low"
+    if severity == "high" and on_step <= heavy:
+        severity = "moderate"   # as launch.launch_findings: the overhead must outweigh the real compute
+    detail = launch["message"].split(": ", 1)[1] if ": " in launch["message"] else launch["message"]
+    findings[at] = edited(
+        launch, share=on_step, severity=severity,
+        message=(f"{_pct(on_step)} of step time is framework overhead (dispatching tiny ops and the Python between "
+                 f"them): {_pct(fraction)} of the traced steps' work (their time outside input waits), and the "
+                 f"steady step waits for input {_pct(1 - outside_input)} of the time; {detail}"),
+        evidence={**ev, "traced_framework_share": launch.get("share", 0.0), "framework_share_of_work": fraction,
+                  "steady_outside_input_share": outside_input})
+
+
 def split_host_compute(findings: list[dict]) -> None:
     """On the host clock the framework overhead a trace measures (the launch finding: dispatching tiny ops and the
     Python between them) runs inside the forward/backward/optimizer phases that the compute finding counts. Quoted

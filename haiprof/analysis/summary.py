@@ -124,6 +124,7 @@ def analyze(run_dir: RunDir, extra_findings: list | None = None) -> RunData:
     findings += gpu["findings"]
     decide = verdict.decide_device if device is not None else verdict.decide
     if device is None:
+        verdict.host_launch_on_the_step(findings, share)   # the traced steps' overhead, on the steady step
         verdict.split_host_compute(findings)   # the trace's framework overhead is inside the compute phases
     # fewer than MIN_STEPS *measured* steps (after warm-up; the tracing window's steps are measured, only slowed)
     # conclude nothing; a trace (`haiprof analyze`) holds only its profiled steps, all of them measured
