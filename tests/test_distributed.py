@@ -12,7 +12,7 @@ from pathlib import Path
 
 import pytest
 
-from conftest import EXAMPLES, HAIPROF, load_summary, run_haiprof, run_on_shaped_link
+from conftest import EXAMPLES, HAIPROF, in_parallel, load_summary, run_haiprof, run_on_shaped_link
 from haiprof.rundir import DIGEST_FILES
 
 
@@ -163,13 +163,18 @@ def test_store_gather_with_separate_output_directories(tmp_path):
 
 
 def test_bad_launcher_input_is_one_line(tmp_path):
-    r = run_haiprof("run", "--out", tmp_path / "x", "--", TORCHRUN, "--nproc-per-node", "2", tmp_path / "nope.py")
+    missing, no_python, both = in_parallel(   # three independent command lines, side by side
+        lambda: run_haiprof("run", "--out", tmp_path / "x", "--", TORCHRUN, "--nproc-per-node", "2",
+                            tmp_path / "nope.py"),
+        lambda: run_haiprof("run", "--", TORCHRUN, "--no-python", "--nproc-per-node", "1", "echo"),
+        lambda: run_haiprof("run", "--nproc-per-node", "2", "--", TORCHRUN, "--nproc-per-node", "2", EXAMPLE))
+    r = missing
     assert r.returncode != 0 and "Traceback" not in r.stderr
     # a target python cannot open is said as python says it, once, before any rank starts
     assert "can't open file" in r.stderr and "nope.py" in r.stderr and r.stderr.count("\n") == 1, r.stderr
-    r = run_haiprof("run", "--", TORCHRUN, "--no-python", "--nproc-per-node", "1", "echo")
+    r = no_python
     assert r.returncode != 0 and "haiprof: error:" in r.stderr and "Traceback" not in r.stderr
-    r = run_haiprof("run", "--nproc-per-node", "2", "--", TORCHRUN, "--nproc-per-node", "2", EXAMPLE)
+    r = both
     assert r.returncode != 0 and "not both" in r.stderr
 
 

@@ -5,7 +5,7 @@ import time
 
 import pytest
 
-from conftest import SCRIPTS, load_summary, run_haiprof, run_on_pty
+from conftest import SCRIPTS, in_parallel, load_summary, run_haiprof, run_on_pty
 from haiprof.runtime.progress import PhaseTail, status_line
 
 STATUS = b"steps/s"
@@ -38,26 +38,37 @@ def test_status_line_on_a_terminal(tmp_path):
     assert stdout.decode().splitlines() == ["ready", "done"]
 
 
-def test_no_status_line_on_a_pipe(tmp_path):
-    r = run_haiprof("run", "--out", tmp_path / "r", SCRIPTS / "exits.py", "loop", "30",
-                    env={"HAIPROF_PROGRESS": "1", "TERM": "xterm"})
+@pytest.fixture(scope="module")
+def silent_runs(tmp_path_factory):
+    """The three runs that must draw no status line, side by side (they are independent, and most of each is
+    torch's import): on a pipe, with only stdout on a terminal, and --quiet on a terminal."""
+    d = tmp_path_factory.mktemp("silent")
+    loop = [SCRIPTS / "exits.py", "loop", "30"]
+    pipe, stdout_tty, quiet = in_parallel(
+        lambda: run_haiprof("run", "--out", d / "pipe", *loop, env={"HAIPROF_PROGRESS": "1", "TERM": "xterm"}),
+        lambda: _run_with_pty_stderr(["run", "--out", d / "stdout-tty", *loop], stdout_pty=True),
+        lambda: _run_with_pty_stderr(["run", "--quiet", "--out", d / "q", *loop]))
+    return {"pipe": pipe, "stdout-tty": stdout_tty, "quiet": quiet}
+
+
+def test_no_status_line_on_a_pipe(silent_runs):
+    r = silent_runs["pipe"]
     assert r.returncode == 0
     assert "steps/s" not in r.stderr and "\x1b" not in r.stderr and "\r" not in r.stderr
     assert "steps/s" not in r.stdout and r.stdout.splitlines() == ["ready", "done"]
     assert "report: " in r.stderr
 
 
-def test_stdout_terminal_alone_gets_no_status(tmp_path):
+def test_stdout_terminal_alone_gets_no_status(silent_runs):
     # stdout on a terminal but stderr piped: the status never goes to stdout.
-    rc, tty, stderr = _run_with_pty_stderr(["run", "--out", tmp_path / "r", SCRIPTS / "exits.py", "loop", "30"],
-                                           stdout_pty=True)
+    rc, tty, stderr = silent_runs["stdout-tty"]
     assert rc == 0
     assert STATUS not in tty and b"\x1b" not in tty
     assert STATUS not in stderr
 
 
-def test_quiet_and_opt_out_silence_it(tmp_path):
-    rc, tty, _ = _run_with_pty_stderr(["run", "--quiet", "--out", tmp_path / "q", SCRIPTS / "exits.py", "loop", "30"])
+def test_quiet_and_opt_out_silence_it(silent_runs):
+    rc, tty, _ = silent_runs["quiet"]
     assert rc == 0 and tty == b""
 
 
