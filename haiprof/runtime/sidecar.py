@@ -186,7 +186,6 @@ def main(argv: list[str]) -> int:
     os.set_blocking(wake_w, False)
     signal.set_wakeup_fd(wake_w)
     signal.signal(signal.SIGTERM, lambda signum, frame: None)
-    low_priority()
     active = []
     for name, available, factory in _collectors(pid):
         ok, reason = available()
@@ -210,6 +209,7 @@ def main(argv: list[str]) -> int:
 def _loop(active: list, pid: int, interval: float, rng, snapshots, run_dir, wake_fd: int = -1,
           stop_byte: bool = False) -> None:
     watch = [0] + ([wake_fd] if wake_fd >= 0 else [])
+    first = True
     while (active or snapshots is not None) and _alive(pid):
         if snapshots is not None:
             snapshots.poll()
@@ -227,6 +227,9 @@ def _loop(active: list, pid: int, interval: float, rng, snapshots, run_dir, wake
             rec["cost_ns"] = time.monotonic_ns() - t0
             f.write(json.dumps(rec, separators=(",", ":")) + "\n")
             f.flush()
+        if first:   # start-up and the first sample at normal priority: a short run on a busy machine has one
+            first = False
+            low_priority()
         wait = interval * rng.uniform(0.8, 1.2)
         readable, _, _ = select.select(watch, [], [], wait)
         if wake_fd in readable:
