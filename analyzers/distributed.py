@@ -262,7 +262,8 @@ def pooled_stats(ranks: list[RankInput]) -> dict:
             "min": float(d[0]), "max": float(d[-1]), "steady": float(d.mean())}
 
 
-def comm_finding(split: dict, share: dict, ddp: dict | None, median_s, steps: int, fixes: list) -> dict | None:
+def comm_finding(split: dict, share: dict, ddp: dict | None, median_s, steps: int, fixes: list,
+                 steady_s=None) -> dict | None:
     """Exposed communication, graded on its transfer part (waiting for a straggler is not fixed by compression)."""
     exposed = split.get("exposed_share", share.get("allreduce", 0.0))
     transfer = split.get("transfer_share", exposed)
@@ -281,6 +282,6 @@ def comm_finding(split: dict, share: dict, ddp: dict | None, median_s, steps: in
     return bound("communication", grade, transfer, msg,
                  {"exposed_comm_share": exposed, "transfer_share": transfer,
                   "sync_skew_share": split.get("skew_share"), "exposed_fraction_of_comm":
-                  ddp["exposed_fraction"] if ddp else None, "ddp": ddp, "median_step_s": median_s,
+                  ddp["exposed_fraction"] if ddp else None, "ddp": ddp, "median_step_s": median_s, "steady_step_s": steady_s,
                   "steps": steps, "thresholds": {"moderate": T.COMM_MODERATE, "high": T.COMM_HIGH}},
                  list(fixes))

@@ -60,7 +60,7 @@ def phase_findings(share: dict, steps: int, median_s, steady_s=None) -> list[dic
         findings.append(bound(
             "communication", sev, comm,
             f"{_pct(comm)} of step time is exposed communication (collectives not hidden by compute)",
-            {"allreduce_share": comm, "median_step_s": median_s, "steps": steps,
+            {"allreduce_share": comm, "median_step_s": median_s, "steady_step_s": steady_s, "steps": steps,
              "thresholds": {"moderate": T.COMM_MODERATE, "high": T.COMM_HIGH}}))
     compute = share.get("forward", 0.0) + share.get("backward", 0.0) + share.get("optimizer", 0.0)
     if compute >= T.COMPUTE_DOMINANT:
@@ -73,7 +73,7 @@ def phase_findings(share: dict, steps: int, median_s, steady_s=None) -> list[dic
             f"backward {_pct(share.get('backward', 0))}, optimizer {_pct(share.get('optimizer', 0))} "
             f"({per_step})",
             {"forward_share": share.get("forward", 0.0), "backward_share": share.get("backward", 0.0),
-             "optimizer_share": share.get("optimizer", 0.0), "median_step_s": median_s,
+             "optimizer_share": share.get("optimizer", 0.0), "median_step_s": median_s, "steady_step_s": steady_s,
              "steps": steps, "threshold": T.COMPUTE_DOMINANT}, fixes))
     other = share.get("other", 0.0)
     if other >= T.OTHER_MODERATE:

@@ -3,7 +3,10 @@ uses the phase colours of the step chart, the ranks table stays inside a 1280 px
 counts the shaded steps, and the op-level section links rank 0's trace."""
 import pytest
 
+import json
+
 from conftest import EXAMPLES, artifact, load_summary, run_haiprof
+from haiprof.analyzers.page_invariants import check
 from test_report_browser import browser, open_report  # noqa: F401  (the module's Chromium fixture)
 from test_report_browser import legend as _legend
 
@@ -17,6 +20,8 @@ def test_ddp_page(browser, tmp_path):  # noqa: F811
                     "--steps", "14")
     assert r.returncode == 0, r.stderr[-3000:]
     s = load_summary(out)
+    # the job's page keeps every page rule (one step time: the headline's step is the steady one, not the median)
+    assert check(s, json.loads((out / "meta.json").read_text()), (out / "report.html").read_text()) == []
     page, problems, _ = open_report(browser, out / "report.html")
     page.set_viewport_size({"width": 1280, "height": 900})
     page.wait_for_timeout(200)

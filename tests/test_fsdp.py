@@ -13,7 +13,7 @@ import torch
 import torch.distributed as dist
 
 from conftest import EXAMPLES, HAIPROF, load_summary, run_haiprof, run_on_shaped_link
-from haiprof.analyzers import actions, sharded_comm
+from haiprof.analyzers import actions, sharded_comm, verdict
 from haiprof.analyzers import distributed as D
 from haiprof.collectors.phases import PhaseRecorder
 from haiprof.collectors.sharded_comm import ShardedCommObserver
@@ -185,3 +185,14 @@ def test_shaped_link_fsdp_is_communication_bound(tmp_path):
     # the link bounds it from below: at least half the collectives' input bytes at 1 Gbit/s (each rank sends
     # its shards and half its gradients over the one shaped loopback both ranks share)
     assert f["comm_ms"] / 1e3 >= 0.5 * f["mb_per_step"] * 2**20 / LINK_BYTES_PER_S, f
+
+
+def test_a_jobs_headline_names_its_steady_step_not_its_median():
+    # a 12-step job's steps are bimodal (median 50 ms, steady 62 ms): the headline's step and its removable ms
+    # are the steady step's, the one every other figure of the page quotes
+    split = {"exposed_share": 0.5, "transfer_share": 0.5, "skew_share": 0.0}
+    f = D.comm_finding(split, {}, None, 0.050, 12, ["compress", "bucket"], 0.062)
+    assert "of the 62.0 ms step" in verdict.headline(f, verdict._step_s(f))
+    phases = verdict.phase_findings({"forward": 0.3, "backward": 0.4, "optimizer": 0.2, "allreduce": 0.35}, 12,
+                                    0.050, 0.062)
+    assert all(verdict._step_s(p) == 0.062 for p in phases if p["kind"] in ("compute", "communication"))

@@ -201,9 +201,11 @@ def analyze_job(run_dir: RunDir) -> RunData:
     on_slow_node = {k for nd in spread.get("nodes", []) for k in nd["slow_ranks"]}
     slow = [s for s in slow if s["rank"] not in on_slow_node]   # the node is named instead
     steady_n = len(step_analysis.steady_steps(ref.steps, T.WARMUP_STEPS)) if ref else 0
-    findings = [f for f in verdict.phase_findings(share, steady_n, stats["median"]) if f["kind"] != "communication"] \
-        if n else []
-    comm = D.comm_finding(split, share, ddp, stats["median"], n, verdict.FIXES_FOR["communication"]) if n else None
+    # every figure of the job's page on its steady step (the headline's ms included), never the median's
+    findings = [f for f in verdict.phase_findings(share, steady_n, stats["median"], stats["steady"])
+                if f["kind"] != "communication"] if n else []
+    comm = D.comm_finding(split, share, ddp, stats["median"], n, verdict.FIXES_FOR["communication"],
+                          stats["steady"]) if n else None
     findings += [comm] if comm else []
     for s in slow:
         fixes = ["prefetch"] if s["cause"] == "dataloader" else []
