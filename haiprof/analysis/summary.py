@@ -129,7 +129,7 @@ def analyze(run_dir: RunDir, extra_findings: list | None = None) -> RunData:
     # fewer than MIN_STEPS *measured* steps (after warm-up; the tracing window's steps are measured, only slowed)
     # conclude nothing; a trace (`haiprof analyze`) holds only its profiled steps, all of them measured
     measured = n if trace and not meta.get("steps_from_run") else min(n, len(steady) + traced_excluded)
-    bottleneck, headline = decide(findings, measured)
+    bottleneck, no_verdict = decide(findings, measured)   # its sentence is the headline only without a verdict
     suffix = ""
     if neighbour and measured >= T.MIN_STEPS:
         suffix += (f" Measured on a busy machine (other processes took {neighbour['evidence']['other_cores']:.1f} "
@@ -137,14 +137,13 @@ def analyze(run_dir: RunDir, extra_findings: list | None = None) -> RunData:
     if device is None and _cuda_host_cpu_model(meta, op_trace) and measured >= T.MIN_STEPS:
         suffix += (" The model ran on the CPU: this machine has a GPU "
                    f"({(meta.get('gpus') or ['?'])[0]}), and no CUDA kernel ran in the traced steps.")
-    headline += suffix
     if measured < T.MIN_STEPS:   # findings follow the verdict's minimum: shares of one or two steps judge nothing
         findings = [f for f in findings if f.get("kind") not in MIN_STEPS_KINDS]
     exit_code = meta.get("exit_code")
     summary = {
         "schema_version": SCHEMA_VERSION,
         "bottleneck": bottleneck,
-        "headline": headline,
+        "headline": None,   # below, once: after what the script already does is known
         "phase_share": {k: round(v, 6) for k, v in share.items()},
         "steps": n,
         "steps_analyzed": len(steady),
@@ -196,8 +195,8 @@ def analyze(run_dir: RunDir, extra_findings: list | None = None) -> RunData:
     # --- end fixes ---
     left_out = summary["advice_left_out"] = gpu_analysis.advice_left_out(summary)   # already done or measured
     top = next((f for f in summary["findings"] if f["kind"] == bottleneck), None)
-    if top is not None:   # the headline once more, now that what the script already does is known
-        summary["headline"] = verdict.headline(top, stats.get("steady") or stats.get("median"), left_out) + suffix
+    summary["headline"] = (no_verdict if top is None else
+                           verdict.headline(top, stats.get("steady") or stats.get("median"), left_out)) + suffix
     _drop_left_out_fixes(summary["findings"], left_out)
     summary["findings"] = checked(summary["findings"])   # the contract, after the last in-place edit
     summary["next_steps"] = gpu_analysis.next_steps(summary)   # "do this next", ranked
