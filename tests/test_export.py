@@ -3,6 +3,7 @@ import contextlib
 import gzip
 import json
 import shutil
+import time
 from collections import defaultdict
 
 import pytest
@@ -175,6 +176,11 @@ def write_two_rank_job(job, window=None):
                     opt.step()
                 if traced:
                     ctx.export_chrome_trace(str(job / f"rank-{rank}" / "trace.json"))
+            # the layout's "haiprof system" rows need a sample: a loaded machine may start the sampler after 3 steps
+            system = job / f"rank-{rank}" / "samples" / "system.jsonl"
+            deadline = time.monotonic() + 60
+            while time.monotonic() < deadline and not (system.is_file() and system.stat().st_size):
+                time.sleep(0.05)
         meta = json.loads((job / f"rank-{rank}" / "meta.json").read_text())
         meta.update(rank=rank, world_size=2)
         (job / f"rank-{rank}" / "meta.json").write_text(json.dumps(meta))
