@@ -1,5 +1,5 @@
 """The sampler side process: runs the system collectors off the training process (no GIL contention), at the lowest CPU
-priority (low_priority: it does not preempt a training thread).
+priority after its first sample (low_priority: it does not preempt a training thread).
 
 Started by the session as `python -m haiprof.runtime.sidecar RUN_DIR PID INTERVAL [SNAPSHOT_S [stop-byte]]`
 (`Sidecar.start`). It samples every collector on a jittered interval (so sampling does not alias with a periodic
@@ -87,17 +87,15 @@ def _low_priority_child() -> None:
         pass
 
 
-def low_priority() -> str:
-    """Nice 19: the sampler takes CPU time the training threads leave, and does not preempt them. At nice 0 each
-    sample's few ms preempt one of torch's intra-op threads and the other spins until it is back: +3% step time and
-    +0.7-1.1 ms of the training process's CPU a step on 2 cores; at nice 19, 1.002-1.007 and within the noise
-    (benchmarks/component_cost.py, docs/benchmarks.md). Not SCHED_IDLE: a CPU training run keeps every core busy, and an idle-class
-    sampler then took 1 sample where nice 19 takes them all."""
+def low_priority() -> None:
+    """Nice 19: the sampler takes CPU time the training threads leave, and does not preempt them. At nice 0 the
+    training process burned +0.7-1.1 ms more CPU a step beside it (an intra-op thread spinning while the other was
+    preempted); step-time ratios 1.03 vs 1.00, within this VM's noise (benchmarks/component_cost.py,
+    docs/benchmarks.md). Not SCHED_IDLE: beside a CPU run that keeps every core busy it took 1 sample in a run."""
     try:
         os.nice(19 - os.nice(0))
-        return "nice 19"
     except OSError:
-        return "unchanged"
+        pass   # the sampler still samples, at the priority it has
 
 
 def _alive(pid: int) -> bool:
