@@ -239,7 +239,7 @@ def test_short_lived_workers_are_counted_from_the_dataloader(tmp_path):
 
 def test_runs_without_the_loader_mark_still_read(tmp_path):
     from haiprof.analyzers.input_split import classify, loader_of_records
-    finding = {"kind": "io", "message": "Input-bound", "evidence": {}, "fixes": ["prefetch"]}
+    finding = {"kind": "io", "severity": "high", "message": "Input-bound", "evidence": {}, "fixes": ["prefetch"]}
     records = [["dataloader", 0, 10_000_000, 9_000_000, 0], ["@step", 10_000_000, 10_000_000]]
     old = classify(finding, loader_of_records(records), [], {}, 2, 0.7, 0.5)
     assert "num_workers=0" in old["message"]   # no mark, no sampled workers: the old reading
