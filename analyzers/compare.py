@@ -6,7 +6,7 @@ from. Summaries written before `steady` existed fall back to their median.
 """
 from __future__ import annotations
 
-PHASES = ("dataloader", "h2d", "forward", "backward", "optimizer", "allreduce", "other")
+from haiprof.rundir.vocabulary import ALL_PHASES as PHASES
 
 
 def step_time(summary: dict):

@@ -28,8 +28,9 @@ from .step_columns import (ALL_PHASES, CODE, PHASES, STEP_MARK, TRACE_BEGIN, TRA
                            trace_windows, traced_mask)
 from .timeline_owner import K, Intervals, device_partition
 
+from haiprof.rundir.vocabulary import GPU_STEP_MARK
+
 COMPUTE = ("forward", "backward", "optimizer")
-GPU_STEP_MARK = "@gpu-step"
 # A device span cannot start before the host enqueued it; allow this much clock-mapping error (ns).
 ENQUEUE_SLACK_NS = 50_000
 BUSY = PHASES + ("unrecorded",)    # device work by phase; "unrecorded": assumed for an unresolved step

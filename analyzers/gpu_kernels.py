@@ -174,7 +174,7 @@ def summarize(events, steps: int | None = None) -> dict | None:
     }
 
 
-MEM_MARK = "@mem"
+from haiprof.rundir.vocabulary import MEM_MARK
 
 
 def memory_per_step(records, step_ends: list, capacity: int | None) -> dict | None:

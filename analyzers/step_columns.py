@@ -15,15 +15,11 @@ import numpy as np
 # the phases, their priority and the owner rule's sorting live with the rule (timeline_owner.py)
 from .timeline_owner import (ALL_PHASES, PHASES, PRIORITY, Intervals, owned,  # noqa: F401
                              sort_intervals, sorted_unique)
-STEP_MARK = "@step"
-BACKWARD_MARK = "@backward"
-TRACE_BEGIN, TRACE_END = "@trace-begin", "@trace-end"   # op-level tracing window (profiler on)
-GPU_PREFIX = "gpu:"
+from haiprof.rundir.vocabulary import BACKWARD_MARK, EVAL, GPU_PREFIX, STEP_MARK, TRACE_BEGIN, TRACE_END  # noqa: F401
 # Forwards without autograd / in eval() mode (collectors/phases.py). EVAL_MIN_FORWARDS or more of them before a
 # step's first training forward/backward are an evaluation pass between steps: that stretch, from the previous
 # step's end (its DataLoader waits included) to the last of them, is "eval", outside every step. Fewer (a
 # frozen teacher's forward in each step) are part of training and count as forward.
-EVAL = "eval"
 EVAL_MIN_FORWARDS = 2
 
 

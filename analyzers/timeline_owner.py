@@ -15,9 +15,9 @@ from __future__ import annotations
 
 import numpy as np
 
-# The phases of a step and their priority (the owner rule's tie-break), for every module that partitions time
-PHASES = ("dataloader", "h2d", "forward", "backward", "optimizer", "allreduce")
-ALL_PHASES = PHASES + ("other",)
+from haiprof.rundir.vocabulary import ALL_PHASES, PHASES
+
+# The phases' priority (the owner rule's tie-break), for every module that partitions time
 PRIORITY = {"allreduce": 6, "h2d": 5, "dataloader": 4, "optimizer": 3, "backward": 2, "forward": 1}
 K = len(PHASES)           # phase codes 0..K-1 (step_columns.CODE); column K is "other" (nothing ran)
 RANK = np.array([PRIORITY[p] for p in PHASES], dtype=np.int8)   # a phase code's priority

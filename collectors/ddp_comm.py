@@ -23,10 +23,10 @@ import time
 import weakref
 from typing import Callable
 
+from haiprof.rundir.vocabulary import BATCH_MARK, DDP_MARK
+
 from .undo import StepHooked
 
-DDP_MARK = "@ddp"
-BATCH_MARK = "@batch"
 DDP_KEYS = ("avg_backward_comm_time", "avg_backward_compute_comm_overlap_time", "avg_backward_compute_time",
             "avg_forward_compute_time")
 # DDP samples its timers on its first 10 iterations and every 100th after; reading more often finds nothing new.

@@ -22,16 +22,13 @@ from .phase_patches import final_grad, install_h2d, watch_optimizers
 from .script_uses import probe_module, probe_optimizer
 from .undo import undo_all
 
-STEP_MARK = "@step"
-BACKWARD_MARK = "@backward"
-# ["@loader", t, t, num_workers, pin_memory]: once per DataLoader iterator, the truth the system sampler can miss
-# (workers that live for less than a sample) and whether batches arrive pinned. Analyzers that do not know it skip
-# it like any other "@" mark.
-LOADER_MARK = "@loader"
+# LOADER_MARK: once per DataLoader iterator, the truth the system sampler can miss (workers that live for less
+# than a sample) and whether batches arrive pinned. Analyzers that do not know it skip it like any other "@" mark.
+# MEM_MARK: device memory counters at a step end (analyzers/gpu_kernels.memory_per_step).
+from haiprof.rundir.vocabulary import BACKWARD_MARK, EVAL, LOADER_MARK, MEM_MARK, STEP_MARK  # noqa: F401
+
 _NOTED = "_haiprof_noted"
-MEM_MARK = "@mem"            # device memory counters at a step end (analyzers/gpu_kernels.memory_per_step)
 MEM_EVERY_NS = 50_000_000
-EVAL = "eval"                # an outermost forward without autograd or in eval() mode
 
 _DIST_COLLECTIVES = (
     "all_reduce", "all_gather", "all_gather_into_tensor", "reduce_scatter", "reduce_scatter_tensor",

@@ -29,9 +29,10 @@ import time
 from collections import deque
 from typing import Callable
 
+from haiprof.rundir.vocabulary import DDP_MARK as STATS_MARK
+
 from .undo import StepHooked
 
-STATS_MARK = "@ddp"
 SOURCE = "fsdp"
 # Python-level collectives by the kind they are counted as: the ones sharded data parallel uses, and the rest of
 # those the phase collector times, so that a wait inside any of them belongs to it (not counted twice).

@@ -11,12 +11,13 @@ from haiprof.analyzers import gpu_kernels as G
 from haiprof.analyzers.step_columns import StepColumns
 
 from ..rundir import RunDir
+from ..rundir.vocabulary import KINETO_TRACES
 
 MAX_TRACE_BYTES = 512 * 2**20     # a tracing window of a few steps; larger files are `haiprof analyze` territory
 
 
 def _trace_events(run_dir: RunDir) -> tuple[list, dict]:
-    for name in ("trace.json.gz", "trace.json"):
+    for name in KINETO_TRACES:
         p = run_dir.file(name)
         if not p.is_file() or p.stat().st_size > MAX_TRACE_BYTES:
             continue

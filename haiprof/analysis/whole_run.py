@@ -10,8 +10,8 @@ from haiprof.analyzers import long_run
 from haiprof.analyzers import steps as step_analysis
 from haiprof.analyzers.step_columns import StepColumns
 
-LOADER_MARK = "@loader"   # collectors/phases.py: a DataLoader iterator began (an epoch start)
-MEM_MARK = "@mem"         # device memory counters at a step end
+from ..rundir.vocabulary import LOADER_MARK, MEM_MARK, TRACE_BEGIN, TRACE_END   # LOADER_MARK: an epoch start
+
 SLOWEST = 20
 FLUSH_INTERVAL_S = 0.5    # rundir's phase writer: formats and writes the queued records every 0.5 s
 OWN_WRITER = "haiprof's phase writer (it formats and writes the queued records every 0.5 s)"
@@ -76,7 +76,6 @@ def analyze(steady: list, records: list, samples: dict) -> dict:
 
 EVAL_NAME = "eval"            # collectors/phases.py: a forward without autograd (an evaluation pass)
 CHECKPOINT_BYTES = 1 << 20    # the process tree wrote this much around a step: a checkpoint (or a log dump)
-TRACE_BEGIN, TRACE_END = "@trace-begin", "@trace-end"   # collectors/trace_window.py: around all the window costs
 OWN_TRACE_WRITE = "haiprof's own export of its op-level trace to the run directory, not the script's"
 
 

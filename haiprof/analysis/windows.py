@@ -12,9 +12,9 @@ import statistics
 import numpy as np
 
 from haiprof.analyzers.step_columns import StepColumns
-from haiprof.analyzers.steps import TRACE_BEGIN, TRACE_END, trace_windows
+from haiprof.analyzers.steps import trace_windows
 
-WINDOW_MARK = "@trace-window"   # collectors/trace_requests.py
+from ..rundir.vocabulary import KINETO_TRACE, TRACE_BEGIN, TRACE_END, WINDOW_MARK, window_trace
 AROUND = 20
 LAST_NS = np.iinfo(np.int64).max   # a window never closed ends at inf: as int64, the ns stay exact
 
@@ -27,8 +27,8 @@ def analyze(records: list, steps, run_path) -> list[dict]:
     out = []
     for begin, end in trace_windows(marks):
         before = [step for t, step in asked if t <= begin]
-        name = f"trace-step{before[-1]}.json.gz" if before and (not out or before[-1] != out[-1]["asked_step"]) \
-            else "trace.json.gz"
+        name = window_trace(before[-1]) if before and (not out or before[-1] != out[-1]["asked_step"]) \
+            else KINETO_TRACE
         # the steps are in order: the ones overlapping the window and the AROUND on each side are index ranges
         lo = int(np.searchsorted(cols.end_ns, begin, side="right"))
         hi = int(np.searchsorted(cols.start_ns, min(end, LAST_NS), side="left"))   # never closed: to the end
@@ -42,7 +42,7 @@ def analyze(records: list, steps, run_path) -> list[dict]:
         in_ms = statistics.fmean(duration[inside].tolist()) / 1e6
         around_ms = statistics.fmean(duration[near].tolist()) / 1e6 if len(near) else None
         out.append({"file": name if (run_path / name).is_file() else None, "asked_step": before[-1] if before and
-                    name != "trace.json.gz" else None, "first_step": first, "last_step": last,
+                    name != KINETO_TRACE else None, "first_step": first, "last_step": last,
                     "steps": len(inside), "step_ms": round(in_ms, 4),
                     "around_ms": round(around_ms, 4) if around_ms is not None else None,
                     "slowdown": round(in_ms / around_ms, 3) if around_ms else None})

@@ -14,6 +14,7 @@ from pathlib import Path
 
 from ..errors import OneLineParser, UserError
 from ..rundir import PHASES_BIN, PHASES_FILE, SAMPLES_DIR, STATUS_FILE, TRACE_FILE, RunDir, write_json_atomic
+from ..rundir.vocabulary import KINETO_TRACES
 from ..version import __version__
 
 
@@ -67,7 +68,7 @@ def _take_run_records(run: RunDir, trace: Path, out: RunDir) -> None:
             shutil.copyfile(run.file(name), out.file(name))
     if run.file(SAMPLES_DIR).is_dir():
         shutil.copytree(run.file(SAMPLES_DIR), out.file(SAMPLES_DIR), dirs_exist_ok=True)
-    shutil.copyfile(trace, out.file("trace.json.gz" if trace.name.endswith(".gz") else "trace.json"))
+    shutil.copyfile(trace, out.file(KINETO_TRACES[0] if trace.name.endswith(".gz") else KINETO_TRACES[1]))
 
 
 def _name(path: Path) -> str:

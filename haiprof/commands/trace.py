@@ -18,6 +18,7 @@ from haiprof.collectors.trace_requests import CONTROL_DIR, REQUEST
 from ..errors import OneLineParser, UserError
 from ..phasestore import ChunkTail
 from ..rundir import PHASES_BIN, RunDir
+from ..rundir.vocabulary import window_trace
 
 LEAD_S = 2.0          # ranks see a request within a flush (0.5 s); the common step is this far ahead
 WAIT_S = 10.0
@@ -92,7 +93,7 @@ def cmd_trace(argv: list[str]) -> int:
             time.sleep(0.1)
     where = f"after step {at}" if at is not None else "at the next step boundary"
     for run in live:
-        name = f"trace-step{at}.json.gz" if at is not None else "trace-step<N>.json.gz"
+        name = window_trace(at) if at is not None else "trace-step<N>.json.gz"
         state = "not taken yet (the run looks twice a second while it trains; it stays asked)" \
             if run in pending else "taken"
         print(f"haiprof: {run.path}: a window of {ns.steps} step(s) {where}: {state}; it writes {name}")

@@ -27,12 +27,13 @@ from typing import Iterator
 import numpy as np
 
 from ..rundir import PHASES, RunDir
+from ..rundir.vocabulary import KINETO_TRACES
 
 # Pids above Linux's pid_max (2**22), so ours never collide with the real pids and device ids Kineto uses.
 RANK_PID_BASE = 10_000_000
 SYSTEM_PID = 20_000_000
 TID_STEPS, TID_HOST, TID_GPU = 1, 2, 3
-KINETO_NAMES = ("trace.json.gz", "trace.json")
+KINETO_NAMES = KINETO_TRACES
 CHUNK = 10_000   # events made and written at a time: a few MiB of dicts, whatever the length of the run
 BUCKET_CHUNKS = 10   # phase slices sorted at a time, in chunks: a few MiB of arrays (one pass over the columns each)
 

@@ -22,7 +22,7 @@ from .ranks import section_ranks  # distributed runs (issue 5)
 from .windows import section_windows   # every tracing window (--trace-at, --trace-every, haiprof trace)
 from .slowest import section_slowest   # the slowest steps of the whole run
 
-PHASES = ("dataloader", "h2d", "forward", "backward", "optimizer", "allreduce", "other")
+from ..rundir.vocabulary import ALL_PHASES as PHASES
 
 
 def step_columns(steps, keys) -> dict:

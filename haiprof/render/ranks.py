@@ -4,7 +4,7 @@ from __future__ import annotations
 from . import charts, rank_charts
 from .escape import render
 
-PHASES = ("dataloader", "h2d", "forward", "backward", "optimizer", "allreduce", "other")
+from ..rundir.vocabulary import ALL_PHASES as PHASES
 
 
 def _ms(s) -> str:

@@ -8,7 +8,7 @@ import numpy as np
 from .escape import render
 from .gpu import device_per_step
 
-PHASE_ORDER = ("dataloader", "h2d", "forward", "backward", "optimizer", "allreduce", "other")
+from ..rundir.vocabulary import ALL_PHASES as PHASE_ORDER
 
 
 def _gpu(per_step: dict, step: int) -> str:

@@ -12,42 +12,31 @@ SIGKILL of the training process up to the last flush:
     status.jsonl           one line per collector: {"collector", "available", "reason"}
     summary.json           derived by the analyzers (schema below); report.html is derived too
 
-Here: the file names, `RunDir` (create, claim, read back what a run wrote) and the checks of untrusted files. The
-streams' buffered writers are in rundir/appenders.py (JsonlAppender, ChunkAppender; re-exported here).
+Here: `RunDir` (create, claim, read back what a run wrote). The file names, phases and marks are in
+rundir/vocabulary.py, the JSON files' reading and the checks of untrusted files in rundir/files.py, the streams'
+buffered writers in rundir/appenders.py (all re-exported here).
 """
 from __future__ import annotations
 
 import json
-import math
 import os
 import time
 from pathlib import Path
-from typing import Any, Iterable
+from typing import Any
 
 from ..errors import say
 from ..phasestore import PhaseColumns, read_chunks, read_columns
 from .appenders import ChunkAppender, JsonlAppender  # noqa: F401  (re-exported: importers use haiprof.rundir)
+from .files import (META_TYPES, clean_meta, clean_samples, iter_records, phase_record_ok,  # noqa: F401 (re-exported)
+                    read_jsonl, write_json_atomic)
+from .vocabulary import (ALL_PHASES, BACKWARD_MARK, GATHER_FILE, META, PHASES, PHASES_BIN,  # noqa: F401 (re-exported)
+                         PHASES_FILE, REPORT, SAMPLES_DIR, STATUS_FILE, STEP_MARK, STEPS_FILE, SUMMARY, TRACE_FILE)
 from . import liveness
 
 SCHEMA_VERSION = 1
-PHASES = ("dataloader", "h2d", "forward", "backward", "optimizer", "allreduce")
-ALL_PHASES = PHASES + ("other",)
-STEP_MARK = "@step"
-BACKWARD_MARK = "@backward"
-
-META = "meta.json"
-PHASES_FILE = "phases.jsonl"                  # runs before the chunked store, and `haiprof analyze`'s runs
-PHASES_BIN = "phases.bin"                     # the phase records of a run (haiprof/phasestore.py)
 MAX_SAMPLES = 20_000   # per collector, read back (read_samples): about 3 hours at the default interval
-STATUS_FILE = "status.jsonl"
-SUMMARY = "summary.json"
-REPORT = "report.html"
-SAMPLES_DIR = "samples"
-GATHER_FILE = "gather.json"                   # distributed job: which ranks' data reached rank 0
-STEPS_FILE = "steps.npz"                      # a rank's per-step table (analysis/rank_digest.py)
 # A rank's digest: all that leaves its node when the job has no shared filesystem (runtime/rank_gather.py)
 DIGEST_FILES = (META, SUMMARY, STEPS_FILE, STATUS_FILE)
-TRACE_FILE = "trace_analysis.json"            # haiprof analyze; not trace.json, the tracing window's trace
 
 
 class NotARunDir(Exception):
@@ -56,118 +45,6 @@ class NotARunDir(Exception):
 
 class OutDirError(Exception):
     """The output directory cannot be used (taken, not a directory, not writable): one line for the user."""
-
-
-def write_json_atomic(path: Path, obj: Any) -> None:
-    # Write-then-rename so a reader (or a crash) never sees half a file.
-    tmp = path.with_name(f".{path.name}.{os.getpid()}.tmp")
-    try:
-        with open(tmp, "w", encoding="utf-8") as f:
-            json.dump(obj, f, indent=1, sort_keys=True, default=str)
-            f.write("\n")
-        os.replace(tmp, path)
-    finally:   # a full disk: the old file stays whole, and no half-written .tmp is left beside it
-        try:
-            os.unlink(tmp)
-        except OSError:
-            pass
-
-
-# meta.json fields the analyses read, with the types the writer gives them; a field of another type (a hand-edited
-# or foreign file) is dropped with a warning rather than crash an analyzer.
-_NUM = (int, float)
-META_TYPES = {
-    "exit_code": (int, type(None)), "pid": int, "cpu_count": (int, type(None)), "cpu_affinity": (int, type(None)),
-    "start_time": _NUM, "end_time": (*_NUM, type(None)), "start_monotonic_ns": int, "end_monotonic_ns": int,
-    "command": (str, type(None)), "script": (str, type(None)), "module": (str, type(None)), "cwd": str,
-    "target_name": str, "host": str, "how": (str, type(None)), "error": (str, type(None)), "rank": int,
-    "steps_limit": (int, type(None)), "argv": list, "target_argv": list, "haiprof_argv": list, "gpus": list,
-    "python": str, "torch": str, "cpu_model": str, "haiprof_version": str, "overhead_s": dict, "conditions": dict,
-    "cpu_wait_share": (*_NUM, type(None)), "pid_start": int,
-}
-
-
-def _bad_value(v: Any, types) -> bool:
-    if isinstance(v, bool):   # JSON true is not a count
-        return bool not in (types if isinstance(types, tuple) else (types,))
-    if isinstance(v, float) and not math.isfinite(v):   # 1e400 parses as inf
-        return True
-    return not isinstance(v, types)
-
-
-def clean_meta(meta: Any) -> tuple[dict, list]:
-    """(meta usable by the analyses, names of what was wrong): not an object -> {}; wrong-typed fields dropped."""
-    if not isinstance(meta, dict):
-        return {}, ["not a JSON object"]
-    bad = [k for k, types in META_TYPES.items() if k in meta and _bad_value(meta[k], types)]
-    return {k: v for k, v in meta.items() if k not in bad}, bad
-
-
-def phase_record_ok(r: Any) -> bool:
-    """[name, start_ns, end_ns, ...] with integer times (what the collectors write; extra fields are theirs)."""
-    return (isinstance(r, list) and len(r) >= 3 and isinstance(r[0], str)
-            and type(r[1]) is int and type(r[2]) is int)
-
-
-def _kind(v: Any) -> str | None:
-    if v is None:
-        return None
-    if isinstance(v, bool):
-        return "bool"
-    if isinstance(v, (int, float)):
-        return "num" if math.isfinite(v) else "bad"
-    return type(v).__name__
-
-
-def clean_samples(records: list) -> tuple[list, int]:
-    """Samples that are objects with an integer t_ns and, key by key, the kind of value most samples have."""
-    recs = [r for r in records if isinstance(r, dict) and type(r.get("t_ns")) is int]
-    votes: dict = {}
-    for r in recs:
-        for k, v in r.items():
-            kind = _kind(v)
-            if kind is not None:
-                votes.setdefault(k, {}).setdefault(kind, 0)
-                votes[k][kind] += 1
-    usual = {k: max(c, key=c.get) for k, c in votes.items()}
-    good = [r for r in recs if all(_kind(v) in (None, usual[k]) and _kind(v) != "bad" for k, v in r.items())]
-    return good, len(records) - len(good)
-
-
-def read_jsonl(path: Path, at_most: int | None = None) -> list:
-    """Read a JSONL file; a torn last line (process killed mid-write) is skipped, not fatal. `at_most`: a file
-    of more lines is read as every k-th line (the first and the last kept), at most about that many."""
-    out = []
-    stride, last = 1, -1
-    if at_most:
-        lines = _count_lines(path)
-        stride, last = max(1, -(-lines // at_most)), lines - 1
-    try:
-        with open(path, "r", encoding="utf-8", errors="replace") as f:
-            for i, line in enumerate(f):
-                if stride > 1 and i % stride and i != last:
-                    continue
-                line = line.strip()
-                if not line:
-                    continue
-                try:
-                    out.append(json.loads(line))
-                except ValueError:
-                    continue
-    except FileNotFoundError:
-        pass
-    return out
-
-
-def _count_lines(path: Path) -> int:
-    n = 0
-    try:
-        with open(path, "rb") as f:
-            for block in iter(lambda: f.read(1 << 20), b""):
-                n += block.count(b"\n")
-    except OSError:
-        return 0
-    return n
 
 
 class RunDir:
@@ -390,15 +267,3 @@ class RunDir:
     def read_summary(self) -> dict:
         with open(self.path / SUMMARY, encoding="utf-8") as f:
             return json.load(f)
-
-
-def iter_records(records: Iterable) -> Iterable[tuple]:
-    """Yield well-formed phase records (name, start_ns, end_ns); malformed ones are dropped."""
-    for r in records:
-        if type(r) is list and len(r) >= 3 and type(r[1]) is int and type(r[2]) is int and type(r[0]) is str:
-            yield r[0], r[1], r[2]     # what read_phase_records returns: no conversion needed
-        elif isinstance(r, list) and len(r) >= 3 and isinstance(r[0], str):
-            try:
-                yield r[0], int(r[1]), int(r[2])
-            except (TypeError, ValueError, OverflowError):   # 1e400 parses as inf
-                continue

@@ -18,8 +18,7 @@ import time
 from haiprof.analyzers.steps import ALL_PHASES, attribute
 
 from ..phasestore import ChunkTail
-
-STEP_MARK, BACKWARD_MARK = "@step", "@backward"
+from ..rundir.vocabulary import BACKWARD_MARK, STEP_MARK
 REFRESH_S = 0.5
 SAVE, RESTORE = "\x1b7", "\x1b8"   # DECSC / DECRC: cursor position and attributes
 
