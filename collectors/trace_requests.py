@@ -14,6 +14,11 @@ them; a second training thread's steps never start or step a window (the step co
 `haiprof trace` talks to the run through a file, not a signal (the script may own every signal): it writes
 `control/trace-request.json` into the run directory; the run looks for it on its flush thread (twice a second,
 off the training thread), takes it (renames it `.taken`) and queues the window.
+
+The flight recorder (--trace-on-anomaly): an AnomalyDetector (collectors/anomaly.py) reads each step's time here
+and asks for a window where the next slow moment is due. Those windows record Python functions too (with_stack:
+what the script did in a stall outside torch ops), and are bounded by a budget: at most `anomaly_windows` windows
+and `anomaly_mb` MB of trace a run; each is marked ANOMALY_MARK with the step it was placed on.
 """
 from __future__ import annotations
 
@@ -25,8 +30,9 @@ from collections import deque
 from pathlib import Path
 from typing import Callable
 
-from haiprof.rundir.vocabulary import WINDOW_MARK, window_trace  # WINDOW_MARK: which file a window wrote
+from haiprof.rundir.vocabulary import ANOMALY_MARK, WINDOW_MARK, window_trace  # WINDOW_MARK: which file a window wrote
 
+from .anomaly import AnomalyDetector, Ask
 from .trace_window import TraceWindow
 
 CONTROL_DIR = "control"
@@ -35,6 +41,8 @@ DEFAULT_STEPS = 3
 MAX_WINDOWS = 1000              # a run of weeks with --trace-every 1 stays bounded on disk
 MAX_PENDING = 16                # requests queued at once; more are refused with a status line (bounded memory)
 MAX_REQUEST_STEPS = 1000        # a window longer than this is a mistake, not a request
+ANOMALY_STEPS = 3               # recorded steps of a flight-recorder window: the due step in the middle
+ANOMALY_WHY = "--trace-on-anomaly"
 
 
 def window_name(step: int) -> str:
@@ -69,10 +77,13 @@ class TraceRequests:
     `poll()` from any thread, `close()` once the script has ended."""
 
     def __init__(self, out_dir, append: Callable, record_status: Callable, first: TraceWindow,
-                 at_steps=(), every_s: float | None = None, steps: int = DEFAULT_STEPS, clock=time.monotonic):
+                 at_steps=(), every_s: float | None = None, steps: int = DEFAULT_STEPS, clock=time.monotonic,
+                 anomaly: AnomalyDetector | None = None, anomaly_windows: int = 2, anomaly_mb: float = 64.0,
+                 step_clock=time.monotonic_ns):
         self.out_dir = Path(out_dir)
         self._append, self._status, self._first = append, record_status, first
-        self._pending: deque = deque((int(s), steps, f"--trace-at {s}") for s in sorted(set(at_steps)))
+        # (at step, steps, why, Ask of the flight recorder or None)
+        self._pending: deque = deque((int(s), steps, f"--trace-at {s}", None) for s in sorted(set(at_steps)))
         self._every, self._steps, self._clock = every_s, steps, clock
         self._next_due = clock() + every_s if every_s else None
         self._lock = threading.Lock()
@@ -81,15 +92,21 @@ class TraceRequests:
         self._active: TraceWindow | None = None
         self.windows: list[TraceWindow] = []
         self._last_step = 0
+        self._anomaly, self._anomaly_left, self._anomaly_bytes = anomaly, int(anomaly_windows), anomaly_mb * 1e6
+        self.anomaly_windows: list[TraceWindow] = []
+        self._step_clock = step_clock
+        self._last_ns: int | None = None   # the previous step's end (the flight recorder's step time)
+        self._touched = True               # the step now ending ran (partly) inside a window: not an ordinary step
 
     # -- asking ---------------------------------------------------------------------------------------------------
-    def request(self, steps: int = DEFAULT_STEPS, at_step: int | None = None, why: str = "haiprof trace") -> None:
+    def request(self, steps: int = DEFAULT_STEPS, at_step: int | None = None, why: str = "haiprof trace",
+                ask: Ask | None = None) -> None:
         """Queue a window of `steps` steps at the first boundary at or after `at_step` (None: the next one)."""
         with self._lock:
             if len(self._pending) >= MAX_PENDING:
                 self._status("trace-request", False, f"{why}: not queued, {MAX_PENDING} windows already waiting")
                 return
-            self._pending.append((at_step, max(1, int(steps)), why))
+            self._pending.append((at_step, max(1, int(steps)), why, ask))
 
     def poll(self) -> None:
         """Take a request `haiprof trace` left in control/ (on the flush thread; never raises)."""
@@ -120,12 +137,14 @@ class TraceRequests:
         me = threading.get_ident()
         first = self._first
         first.saw_step(completed)
+        if self._anomaly is not None:
+            self._watch(completed, self._active is not None or first.active)
         if (self._active is not None or first.active) and me != self._owner:
             return   # a window is driven by the thread that opened it
         if self._next_due is not None and self._clock() >= self._next_due:
             self._next_due = self._clock() + self._every
             with self._lock:
-                waiting = any(why == "--trace-every" for _, _, why in self._pending)
+                waiting = any(why == "--trace-every" for _, _, why, _ in self._pending)
             if not waiting:   # a periodic window still queued is not asked for twice
                 self.request(self._steps, None, "--trace-every")
         if self._active is not None:
@@ -140,33 +159,71 @@ class TraceRequests:
         with self._lock:
             if not self._pending:
                 return
-            at, steps, why = self._pending[0]
+            at, steps, why, ask = self._pending[0]
             if at is not None and completed < at:
                 return
             self._pending.popleft()
         self._owner = me
-        self._open(completed, steps, why)
+        self._open(completed, steps, why, ask)
 
-    def _open(self, completed: int, steps: int, why: str) -> None:
+    def _watch(self, completed: int, in_window: bool) -> None:
+        """The flight recorder: this step's time to the detector (unless a window touched it: the step a window
+        ran in, and the one after, which pays its export), and a window queued where it asks."""
+        now = self._step_clock()
+        last, self._last_ns = self._last_ns, now
+        touched, self._touched = self._touched or in_window, in_window
+        if last is None or touched or self._anomaly_left <= 0:
+            return
+        ask = self._anomaly.observe(completed - 1, now - last)
+        if ask is not None:
+            self._anomaly_left -= 1
+            self.request(ANOMALY_STEPS, ask.open_at, ANOMALY_WHY, ask)
+
+    def _open(self, completed: int, steps: int, why: str, ask: Ask | None = None) -> None:
         if self._first.reason and "own torch.profiler" in self._first.reason:
             self._status(window_name(completed), False, f"{why}: skipped, the script runs its own torch.profiler")
             return
         if len(self.windows) >= MAX_WINDOWS:
             self._status(window_name(completed), False, f"{why}: skipped, {MAX_WINDOWS} windows already traced")
             return
+        if ask is not None and self._anomaly_used() >= self._anomaly_bytes:
+            self._status(window_name(completed), False, f"{why}: skipped, the flight recorder's "
+                         f"{self._anomaly_bytes / 1e6:.0f} MB of traces are used")
+            return
         win = TraceWindow(self.out_dir, self._append, self._status, warmup_steps=completed, active_steps=steps,
-                          name=window_name(completed), watch=False)
+                          name=window_name(completed), watch=False, python_stacks=ask is not None)
         t = time.monotonic_ns()
+        if ask is not None:
+            self._append((ANOMALY_MARK, t, t, completed, steps, -1 if ask.due is None else ask.due,
+                          ask.period or 0, ask.seen))
+            self.anomaly_windows.append(win)
         self._append((WINDOW_MARK, t, t, completed, steps))
         win.on_step(completed)     # starts now: its warm-up is this step count
         self.windows.append(win)
         self._active = win if not win.finished else None
 
+    def _anomaly_used(self) -> int:
+        """Bytes of trace the flight recorder's windows wrote so far (raw until the run ends: an upper bound)."""
+        used = 0
+        for win in self.anomaly_windows:
+            for name in (win.raw_name, win.trace_name):
+                try:
+                    used += (self.out_dir / name).stat().st_size
+                except OSError:
+                    pass
+        return used
+
     def close(self) -> None:
         for win in self.windows:
             win.close()
+        if self._anomaly is not None and self._anomaly.anomalies:
+            traced = len(self.anomaly_windows)
+            self._status("anomaly", True, f"flight recorder: {self._anomaly.anomalies} slow step(s) over "
+                         f"{self._anomaly.factor:g}x the rolling median; {traced} window(s) traced")
         with self._lock:
             left = list(self._pending)
-        for at, steps, why in left:
+        for at, steps, why, ask in left:
+            if ask is not None:   # the flight recorder's guess of what comes next: no window is owed
+                continue
             self._status(window_name(at if at is not None else self._last_step), False,
                          f"{why}: the run ended after {self._last_step} step(s), before the window")

@@ -70,13 +70,16 @@ class TraceWindow:
     """`on_step(n)` after every optimizer step (n = steps completed); `close()` once the script has ended."""
 
     def __init__(self, out_dir, append: Callable, record_status: Callable, warmup_steps: int = 2,
-                 active_steps: int = 3, clock=time.monotonic_ns, name: str = "trace", watch: bool = True):
+                 active_steps: int = 3, clock=time.monotonic_ns, name: str = "trace", watch: bool = True,
+                 python_stacks: bool = False):
         self.out_dir = Path(out_dir)
         # file and status names: "trace" for the window after warm-up; "trace-step<N>" for one asked for later
         # (collectors/trace_requests.py), whose own trace file sits beside the first one's
         self.name, self.raw_name, self.trace_name = name, f"{name}.json", f"{name}.json.gz"
         self._append = append
         self._status = record_status
+        # the flight recorder's windows: Python functions too (what a stall did outside torch ops), and op shapes
+        self.python_stacks = python_stacks
         self.warmup_steps = max(1, warmup_steps)
         self.active_steps = active_steps
         self._clock = clock
@@ -167,6 +170,7 @@ class TraceWindow:
             _OWN_BUILDS[0] += 1
             try:
                 prof = profile(activities=activities, on_trace_ready=self._export,
+                               with_stack=self.python_stacks, record_shapes=self.python_stacks,
                                schedule=schedule(wait=0, warmup=1, active=self.active_steps, repeat=1))
             finally:
                 _OWN_BUILDS[0] -= 1

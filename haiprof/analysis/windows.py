@@ -4,17 +4,30 @@ Wiring only: the windows are the "@trace-begin"/"@trace-end" marks; which file e
 "@trace-window" mark taken just before a window asked for later (--trace-at, --trace-every, `haiprof trace`);
 the first window, after warm-up, is trace.json.gz. The steps inside a window are the traced ones (kept out of the
 statistics); around it: up to AROUND untraced steps on each side.
+
+The flight recorder's windows (--trace-on-anomaly, ANOMALY_MARK) carry `anomaly`: the step the slow moment was
+due at and its period. Their recorded steps go back into the whole-run analysis (a stall it traced is still a
+stall of the run, and its slowest-steps row links to the trace), and each such trace is read once to explain its
+slowest step (analyzers/stall_trace.py).
 """
 from __future__ import annotations
 
+import gzip
+import json
+import os
 import statistics
 
 import numpy as np
 
+from haiprof.analyzers import stall_trace
+from haiprof.analyzers.findings import edited
 from haiprof.analyzers.step_columns import StepColumns
 from haiprof.analyzers.steps import trace_windows
 
-from ..rundir.vocabulary import KINETO_TRACE, TRACE_BEGIN, TRACE_END, WINDOW_MARK, window_trace
+from ..rundir.vocabulary import ANOMALY_MARK, KINETO_TRACE, TRACE_BEGIN, TRACE_END, WINDOW_MARK, window_trace
+
+RECORDED = 3                       # a flight-recorder window's recorded steps follow its profiler warm-up step
+MAX_TRACE_BYTES = 256 << 20        # a flight-recorder trace larger than this is not read back (memory)
 AROUND = 20
 LAST_NS = np.iinfo(np.int64).max   # a window never closed ends at inf: as int64, the ns stay exact
 
@@ -22,6 +35,7 @@ LAST_NS = np.iinfo(np.int64).max   # a window never closed ends at inf: as int64
 def analyze(records: list, steps, run_path) -> list[dict]:
     marks = [(r[0], r[1]) for r in records if r[0] in (TRACE_BEGIN, TRACE_END)]
     asked = sorted((r[1], r[3]) for r in records if r[0] == WINDOW_MARK and len(r) >= 4)
+    anomaly = {int(r[3]): r for r in records if r[0] == ANOMALY_MARK and len(r) >= 8}
     cols = StepColumns.of(steps)
     duration = cols.duration_ns
     out = []
@@ -46,4 +60,88 @@ def analyze(records: list, steps, run_path) -> list[dict]:
                     "steps": len(inside), "step_ms": round(in_ms, 4),
                     "around_ms": round(around_ms, 4) if around_ms is not None else None,
                     "slowdown": round(in_ms / around_ms, 3) if around_ms else None})
+        at = out[-1]["asked_step"]
+        if at is not None and at in anomaly:
+            r = anomaly[at]
+            out[-1]["anomaly"] = {"due_step": int(r[5]) if r[5] >= 0 else None, "period_steps": int(r[6]) or None,
+                                  "seen_step": int(r[7]), "recorded_steps": [at + 1, at + RECORDED]}
     return out
+
+
+def with_traced_stalls(steady, all_steps, windows: list):
+    """The steady steps plus the flight recorder's recorded steps (StepColumns, in step order)."""
+    ranges = [w["anomaly"]["recorded_steps"] for w in windows if w.get("anomaly")]
+    if not ranges:
+        return steady
+    cols = StepColumns.of(all_steps)
+    keep = np.isin(cols.index, StepColumns.of(steady).index)
+    for lo, hi in ranges:
+        keep |= (cols.index >= lo) & (cols.index <= hi)
+    return cols.take(keep)
+
+
+def _own_dirs() -> tuple:
+    """haiprof's own code folders (the package; collectors/analyzers/fixes under it or beside it in a source
+    checkout): its frames in a trace are the profiler's, never the script's culprit."""
+    import importlib.util
+    dirs = {os.path.dirname(os.path.dirname(os.path.abspath(__file__)))}
+    for name in ("haiprof.collectors", "haiprof.analyzers", "haiprof.fixes"):
+        spec = importlib.util.find_spec(name)
+        if spec is not None and spec.origin:
+            dirs.add(os.path.dirname(os.path.abspath(spec.origin)))
+    return tuple(d + os.sep for d in dirs)
+
+
+def _read_events(path) -> list | None:
+    try:
+        if path.stat().st_size > MAX_TRACE_BYTES:
+            return None
+        opener = gzip.open if path.suffix == ".gz" else open
+        with opener(path, "rt", encoding="utf-8") as f:
+            data = json.load(f)
+        return data.get("traceEvents") if isinstance(data, dict) else None
+    except (OSError, ValueError, EOFError):
+        return None
+
+
+def explain_stalls(windows: list, whole: dict, run_path, median_step_ms: float | None) -> None:
+    """Each flight-recorder window's slowest step explained from its trace (`explained`); the slowest-steps rows
+    it recorded link to it (`trace`), rows of the same periodic stall name it; the periodic-stall finding quotes
+    it. In place, on summary parts not yet checked."""
+    own = _own_dirs()
+    for w in windows:
+        an = w.get("anomaly")
+        if not an or not w.get("file"):
+            continue
+        events = _read_events(run_path / w["file"])
+        x = stall_trace.explain(events, own, median_step_ms) if events else None
+        if x is None:
+            continue
+        x["step"] = an["recorded_steps"][0] + x["step_in_window"]
+        w["explained"] = x
+    traced = [w for w in windows if w.get("explained")]
+    for r in whole.get("slowest_steps") or []:
+        for w in traced:
+            x, an = w["explained"], w["anomaly"]
+            lo, hi = an["recorded_steps"]
+            period = an.get("period_steps")
+            if lo <= r["step"] <= hi:
+                note = f"traced by the flight recorder ({w['file']})" + \
+                    (f": {x['sentence']}" if r["step"] == x["step"] else "")
+            elif period and abs(r["step"] - x["step"]) % period in (0, 1, period - 1) and median_step_ms \
+                    and r["time_ms"] >= 2 * median_step_ms:
+                note = f"the stall every {period} steps, traced at step {x['step']} ({w['file']})"
+            else:
+                continue
+            r["trace"] = w["file"]
+            r["notes"] = [n for n in r.get("notes", []) if "(a checkpoint?)" not in n] + [note]
+            break
+    for i, f in enumerate(whole.get("findings") or []):
+        if f.get("kind") != "periodic-stall" or not traced:
+            continue
+        w = max(traced, key=lambda w: w["explained"]["step_ms"])
+        x = w["explained"]
+        whole["findings"][i] = edited(f, message=f"{f['message']}. Traced at step {x['step']} ({w['file']}): "
+                                      f"{x['sentence']}",
+                                      evidence={**f["evidence"], "trace": w["file"], "trace_step": x["step"],
+                                                "trace_ms": x["ms"], "trace_culprit": x["culprit"]})

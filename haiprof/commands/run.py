@@ -69,6 +69,16 @@ def _run_parser() -> argparse.ArgumentParser:
                         "trace-step<STEP>.json.gz")
     p.add_argument("--trace-every", type=float, metavar="MINUTES",
                    help="also trace a window every MINUTES minutes of the run")
+    p.add_argument("--trace-on-anomaly", action=argparse.BooleanOptionalAction, default=True,
+                   help="the flight recorder: when steps run over K x the rolling median, trace a window where "
+                        "the next one is due (a periodic stall's next occurrence; a slow stretch at once), with "
+                        "Python functions (default on; --no-trace-on-anomaly turns it off)")
+    p.add_argument("--anomaly-factor", type=float, default=3.0, metavar="K",
+                   help="a step over K x the rolling median step is a slow moment (default 3)")
+    p.add_argument("--anomaly-windows", type=int, default=2, metavar="N",
+                   help="the flight recorder traces at most N windows a run (default 2; 0: none)")
+    p.add_argument("--anomaly-mb", type=float, default=64.0, metavar="MB",
+                   help="... and stops once its traces take MB megabytes (default 64)")
     p.add_argument("--snapshot-every", type=float, default=None, metavar="MINUTES",
                    help="write a snapshot report of the run so far every MINUTES minutes, at the lowest CPU "
                         "priority, so a killed run keeps a recent report (default 5; 0 turns it off)")
@@ -120,6 +130,12 @@ def _check_run_values(ns: argparse.Namespace) -> None:
         if not math.isfinite(ns.snapshot_every) or ns.snapshot_every < 0:
             raise UserError(f"--snapshot-every must be 0 (off) or a positive number of minutes, not "
                             f"{ns.snapshot_every}")
+    if not math.isfinite(ns.anomaly_factor) or ns.anomaly_factor <= 1:
+        raise UserError(f"--anomaly-factor must be a number above 1, not {ns.anomaly_factor}")
+    if ns.anomaly_windows < 0:
+        raise UserError(f"--anomaly-windows must be 0 (none) or more, not {ns.anomaly_windows}")
+    if not math.isfinite(ns.anomaly_mb) or ns.anomaly_mb <= 0:
+        raise UserError(f"--anomaly-mb must be a positive number of megabytes, not {ns.anomaly_mb}")
     if ns.trace_every is not None and (not math.isfinite(ns.trace_every) or ns.trace_every <= 0):
         raise UserError(f"--trace-every must be a positive number of minutes, not {ns.trace_every}")
     # nan passes `<= 0` and inf would make the sampler sleep forever: only finite positive intervals.
@@ -178,5 +194,7 @@ def cmd_run(argv: list[str]) -> int:
                       sample_interval_s=ns.sample_interval, haiprof_argv=list(argv),
                       trace_steps=ns.trace_steps, fix=ns.fix, trace_at=trace_at_steps(ns.trace_at),
                       trace_every_min=ns.trace_every, interleave=ns.interleave,
+                      trace_on_anomaly=ns.trace_on_anomaly and ns.anomaly_windows > 0,
+                      anomaly_factor=ns.anomaly_factor, anomaly_windows=ns.anomaly_windows, anomaly_mb=ns.anomaly_mb,
                       **({"snapshot_every_min": ns.snapshot_every} if ns.snapshot_every is not None else {}))
     return run(opts)

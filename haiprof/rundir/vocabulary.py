@@ -17,6 +17,9 @@ BACKWARD_MARK = "@backward"               # a backward ended (the step boundary 
 GPU_STEP_MARK = "@gpu-step"               # `haiprof analyze`: a ProfilerStep on the device clock
 TRACE_BEGIN, TRACE_END = "@trace-begin", "@trace-end"   # the op-level tracing window (profiler on)
 WINDOW_MARK = "@trace-window"             # [mark, t, t, first step, steps asked]: a window asked for later
+# [mark, t, t, opened after step, steps, due step (-1: a slow stretch), period (0: none), anomalous step seen]:
+# the window that follows is the flight recorder's (--trace-on-anomaly)
+ANOMALY_MARK = "@anomaly-window"
 LOADER_MARK = "@loader"                   # [mark, t, t, num_workers, pin_memory]: a DataLoader's first batch
 MEM_MARK = "@mem"                         # device memory counters at a step end
 BATCH_MARK = "@batch"                     # [mark, t, t, numel]: the size of a batch the DataLoader returned

@@ -31,6 +31,11 @@ class RunOptions:
     trace_steps: int = 3          # op-level tracing window (torch.profiler); 0 disables it
     trace_at: tuple = ()          # more windows: at these steps (--trace-at) ...
     trace_every_min: float | None = None   # ... and every so many minutes (--trace-every)
+    # the flight recorder (--trace-on-anomaly): a window where the next slow step is due, within a budget
+    trace_on_anomaly: bool = True
+    anomaly_factor: float = 3.0   # a step over this many times the rolling median is a slow moment
+    anomaly_windows: int = 2      # at most this many windows a run ...
+    anomaly_mb: float = 64.0      # ... and this many MB of their traces
     fix: str | None = None        # --fix spec ("prefetch,amp" or "auto"), see fixrun.py
     interleave: int = 0           # --interleave N: N baseline/fixed pass pairs before a --fix run (fixrun.py)
     # a snapshot report of the run so far every so many minutes (--snapshot-every; 0: none); a distributed job's

@@ -69,6 +69,7 @@ def profile_target(run_dir: RunDir, opts: RunOptions, on_exit: Callable, fix_pla
     from haiprof.collectors.ddp_comm import DDPCommObserver
     from haiprof.collectors.phases import PhaseRecorder, StepLimitReached
     from haiprof.collectors.sharded_comm import ShardedCommObserver
+    from haiprof.collectors.anomaly import AnomalyDetector
     from haiprof.collectors.trace_requests import TraceRequests
     from haiprof.collectors.trace_window import TraceWindow
 
@@ -112,7 +113,9 @@ def profile_target(run_dir: RunDir, opts: RunOptions, on_exit: Callable, fix_pla
         requests = TraceRequests(run_dir.path, appender.append, run_dir.record_status, window,
                                  at_steps=opts.trace_at,
                                  every_s=opts.trace_every_min * 60 if opts.trace_every_min else None,
-                                 steps=opts.trace_steps or 3)
+                                 steps=opts.trace_steps or 3,
+                                 anomaly=AnomalyDetector(opts.anomaly_factor) if opts.trace_on_anomaly else None,
+                                 anomaly_windows=opts.anomaly_windows, anomaly_mb=opts.anomaly_mb)
         starting.callback(requests.close)
         starting.callback(window.close)      # before appender.close(): it writes the window's end mark
         for collector in (recorder, ddp, sharded):   # removed in the reverse order: sharded, ddp, recorder

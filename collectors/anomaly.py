@@ -1,0 +1,94 @@
+"""The flight recorder's detector: finds the slow moments while the run goes, and says where to trace the next one.
+
+Fed one step time per optimizer step (`observe`), it keeps a rolling median of the last RING ordinary step times
+and calls a step anomalous when it takes more than `factor` x that median (and MIN_EXCESS_NS more). A slow step
+cannot be traced once it is over, so the detector predicts the next one:
+
+  * a periodic stall (a checkpoint every N steps): once two intervals between occurrences agree (the last one and
+    two earlier ones, +-1 step from 10 steps on; slow steps in a row are one occurrence, from its first step), the period is known and the window is placed so that the
+    step where the next stall is due is the middle one of its three recorded steps;
+  * a slow stretch (STRETCH anomalous steps in a row: the machine or the data got slow): the steps just after are
+    traced at once, while it lasts;
+  * a one-off slow step is never traced (nothing says when it comes back); the report lists it.
+
+Cost: O(1) per step and bounded memory: two fixed-size rings (RING step times, ANOMALIES anomaly steps), the median
+re-sorted every MEDIAN_EVERY steps (a sort of RING floats), the period looked for only on an anomalous step
+(ANOMALIES^2 comparisons). Steps a tracing window touched are skipped: the profiler slows them.
+"""
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+RING = 32            # ordinary step times kept for the rolling median
+MEDIAN_EVERY = 8     # the median is re-sorted every this many steps (amortised: a sort of 32 floats / 8 steps)
+MIN_STEPS = 8        # no verdict on a step before this many ordinary steps were seen
+ANOMALIES = 8        # the last anomalous steps kept to learn a period from
+MIN_EXCESS_NS = 2_000_000   # and at least 2 ms over the median: scheduler jitter on tiny steps is no stall
+STRETCH = 3          # this many anomalous steps in a row: a slow stretch, traced at once
+FACTOR = 3.0         # default k: a step over 3x the rolling median is a slow moment
+
+
+@dataclass(frozen=True)
+class Ask:
+    """Where to open a window: after `open_at` steps have completed (its profiler warm-up step is the next one,
+    its recorded steps the three after); `due`: the step (0-based, the report's numbering) expected to be slow,
+    `period`: the learned period in steps (None for a slow stretch), `seen`: the anomalous step that triggered it."""
+    open_at: int
+    due: int | None
+    period: int | None
+    seen: int
+
+
+class AnomalyDetector:
+    def __init__(self, factor: float = FACTOR, min_excess_ns: int = MIN_EXCESS_NS):
+        self.factor, self.min_excess_ns = float(factor), int(min_excess_ns)
+        self._ring = [0] * RING
+        self._n = 0                  # ordinary steps seen (the ring holds min(n, RING) of them)
+        self._median = 0
+        self._seen = [-1] * ANOMALIES   # the last anomalous steps, a ring
+        self._k = 0
+        self._run = 0                # anomalous steps in a row
+        self._traced_periods: set = set()   # a period traced once is not traced again (bounded by the budget)
+        self.anomalies = 0           # how many were seen (the end-of-run status line)
+
+    def observe(self, step: int, duration_ns: int) -> Ask | None:
+        """`step`: the step just finished (0-based), `duration_ns` its time. Returns where to trace, or None."""
+        med = self._median
+        slow = self._n >= MIN_STEPS and duration_ns > self.factor * med and duration_ns - med >= self.min_excess_ns
+        self._ring[self._n % RING] = duration_ns
+        self._n += 1
+        if self._n % MEDIAN_EVERY == 0 or self._n == MIN_STEPS:
+            window = sorted(self._ring[:min(self._n, RING)])
+            self._median = window[len(window) // 2]
+        if not slow:
+            self._run = 0
+            return None
+        self.anomalies += 1
+        self._run += 1
+        if self._run == STRETCH:
+            return Ask(open_at=step + 1, due=None, period=None, seen=step)
+        if self._run > 1:
+            return None   # slow steps in a row are one occurrence, from its first step (its period's)
+        self._seen[self._k % ANOMALIES] = step
+        self._k += 1
+        period = self._period(step)
+        # a multiple of a period already traced is that stall again, an occurrence apart (one was traced, so the
+        # detector never saw its time)
+        if period is None or any(period % p <= 1 or p - period % p <= 1 for p in self._traced_periods):
+            return None
+        self._traced_periods.add(period)
+        due = step + period
+        # recorded steps are open_at+1 .. open_at+3 (0-based): the due step in the middle
+        return Ask(open_at=max(step + 1, due - 2), due=due, period=period, seen=step)
+
+    def _period(self, step: int) -> int | None:
+        """A period two intervals agree on: step - a == a - b (+-1 from 10 steps on) for earlier anomalies a, b."""
+        earlier = [s for s in self._seen if 0 <= s < step]
+        for a in sorted(earlier, reverse=True):
+            p = step - a
+            if p < 2:
+                continue
+            tol = 1 if p >= 10 else 0
+            if any(abs((a - b) - p) <= tol for b in earlier if b < a):
+                return p
+        return None
