@@ -43,6 +43,6 @@ def section_slowest(d, figs) -> str:
         out.append({"step": step, "time": f"{r['time_ms']:.3g}",
                     "phases": [f"{ph[p]:.3g}" if ph.get(p) else "" for p in PHASE_ORDER],
                     "did": "; ".join(x for x in (r.get("host"), _gpu(per_step, step)) if x),
-                    "notes": "; ".join(r.get("notes") or [])})
+                    "notes": "; ".join(r.get("notes") or []), "trace": r.get("trace")})
     return render("slowest.html.j2", "section", rows=out, phases=PHASE_ORDER,
                   steady=f"{steady * 1e3:.3g}" if steady else "", device=bool(per_step))

@@ -9,11 +9,22 @@ def _ms(x) -> str:
     return "n/a" if x is None else f"{x:.3g} ms"
 
 
+def _why(w: dict) -> str:
+    an = w.get("anomaly")
+    if an:
+        if an.get("period_steps"):
+            return (f"flight recorder: a stall every {an['period_steps']} steps (last seen at step "
+                    f"{an['seen_step']}), due at step {an['due_step']}")
+        return f"flight recorder: slow steps in a row from step {an['seen_step']}"
+    return "after warm-up" if w.get("asked_step") is None else f"asked for at step {w['asked_step']}"
+
+
 def section_windows(d, figs) -> str:
     windows = d.summary.get("trace_windows") or []
     if len(windows) < 2:
         return ""   # the one window after warm-up is the op-level trace section's
     rows = [{"file": w.get("file"), "steps": f"{w['first_step']}–{w['last_step']}", "inside": _ms(w["step_ms"]),
              "around": _ms(w.get("around_ms")),
-             "slower": "n/a" if w.get("slowdown") is None else f"{w['slowdown']:.2f}×"} for w in windows]
+             "slower": "n/a" if w.get("slowdown") is None else f"{w['slowdown']:.2f}×", "why": _why(w),
+             "explained": w.get("explained")} for w in windows]
     return render("windows.html.j2", "section", rows=rows)
