@@ -105,7 +105,20 @@ def _memory(f: dict, s: dict) -> dict:
             "gain_share": 0.0}
 
 
-BUILDERS = {"io": _io, "compute": _compute, "launch": _launch, "communication": _comm, "memory": _memory}
+def _culprit(f: dict, s: dict) -> dict:
+    """The rank or node the job waits for (analyzers/culprit.py): its own cause's action, the gain the time the
+    other ranks stop waiting for it."""
+    a = (f.get("evidence") or {}).get("action") or {}
+    return {"title": a.get("title"), "reason": a.get("reason"), "gain_share": f.get("share", 0.0)}
+
+
+def _culprit_order(f: dict) -> float:
+    order = (f.get("evidence") or {}).get("culprit_order") if f.get("kind") == "straggler" else None
+    return float("inf") if order is None else order
+
+
+BUILDERS = {"io": _io, "compute": _compute, "launch": _launch, "communication": _comm, "memory": _memory,
+            "straggler": _culprit}
 
 
 def left_out(summary: dict) -> dict:
@@ -134,9 +147,13 @@ def rank(summary: dict) -> list[dict]:
     if summary.get("steps_measured", summary.get("steps", 0)) < T.MIN_STEPS:
         return []    # too few measured steps: nothing to act on
     out, seen = [], set()
-    for f in summary.get("findings", []):
+    # a job's culprits first, slowest first: their action claims its fix before a job-wide finding's
+    for f in sorted(summary.get("findings", []), key=_culprit_order):
         build = BUILDERS.get(f.get("kind"))
-        manual = _fsdp(f)   # advice with no haiprof fix to try: FSDP's own settings
+        culprit = _culprit_order(f) != float("inf")
+        if f.get("kind") == "straggler" and not culprit:
+            continue   # a slow rank named in the list, not one the job waits for first
+        manual = _fsdp(f) or culprit   # advice with no haiprof fix to try: FSDP's own settings, a rank's cause
         if build is None or f.get("severity") == "info" or not (f.get("fixes") or manual):
             continue
         fixes = [x for x in f.get("fixes") or [] if x not in skip]
@@ -152,5 +169,8 @@ def rank(summary: dict) -> list[dict]:
         out.append(Action(title=a["title"], reason=a["reason"], gain_share=a["gain_share"], fix=fix, kind=f["kind"],
                           other_fixes=fixes[1:], gain_s=a["gain_share"] * step if step else None))
     # the verdict's action first (one story: verdict, headline, first action), then by the gain each can give
-    out.sort(key=lambda a: (a.kind != summary.get("bottleneck"), -a.gain_share))
+    # (the verdict's culprit first: its action is the verdict's; culprits keep their order)
+    lead = summary.get("culprit") is not None
+    out.sort(key=lambda a: (not (lead and a.kind == "straggler"), a.kind != summary.get("bottleneck"),
+                            0.0 if lead and a.kind == "straggler" else -a.gain_share))
     return [a.as_dict() for a in out]   # summary.json's next_steps and the pages read dicts

@@ -93,7 +93,13 @@ def test_straggler_on_rank1_named_with_its_dataloader(tmp_path):
     finding = next(f for f in s["findings"] if f["kind"] == "straggler")
     assert "rank 1" in finding["message"] and "DataLoader" in finding["message"]
     assert d["comm"]["wait_ms_per_step"]["0"] > 150     # rank 0 waits for rank 1 at the sync
-    assert s["bottleneck"] != "communication"
+    assert s["bottleneck"] == "io"
+    # the verdict and the first action follow the time: rank 1's loader, the others' wait as the gain
+    assert s["culprit"]["subject"] == "rank 1" and s["culprit"]["cause"] == "input"
+    assert "waited for rank 1" in s["headline"] and "its DataLoader" in s["headline"], s["headline"]
+    first = s["next_steps"][0]
+    assert "rank 1" in first["title"] and first["fix"] == "prefetch", first
+    assert first["gain_s"] > 0.15
     meta = json.loads((out / "meta.json").read_text())
     assert meta["launcher_argv"][:2] == ["--nproc-per-node", "2"]
 

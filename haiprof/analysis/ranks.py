@@ -21,6 +21,7 @@ import threading
 from concurrent.futures import ProcessPoolExecutor
 
 from haiprof.analyzers import actions
+from haiprof.analyzers import culprit as C
 from haiprof.analyzers.findings import Finding, checked
 from haiprof.analyzers import distributed as D
 from haiprof.analyzers import rank_spread
@@ -207,19 +208,30 @@ def analyze_job(run_dir: RunDir) -> RunData:
     comm = D.comm_finding(split, share, ddp, stats["median"], n, verdict.FIXES_FOR["communication"],
                           stats["steady"]) if n else None
     findings += [comm] if comm else []
+    found = C.culprits(ranks, slow, spread, stats["steady"]) if n else []
+    named = {k for c in found for k in c["ranks"]}
+    findings += [C.finding(c, i, stats["steady"]) for i, c in enumerate(found)]
     for s in slow:
+        if s["rank"] in named:
+            continue
         fixes = ["prefetch"] if s["cause"] == "dataloader" else []
         findings.append(_straggler("high", f"rank {s['rank']} ({s['host']}, local rank {s['local_rank']}) is the "
                                            f"straggler: the other ranks wait {s['others_wait_ms_per_step']:.0f} ms "
                                            f"per step for it; cause: {s['reason']}",
                                    s, fixes, share=split.get("skew_share", 0.0)))
-    findings += _spread_findings(spread, {s["rank"] for s in slow})
+    findings += _spread_findings(spread, {s["rank"] for s in slow} | named)
     bottleneck, headline = verdict.decide(findings, n)
+    chosen = next((f.get("removable_share") or 0.0 for f in findings if f.get("removable_share") is not None), 0.0)
+    # the verdict follows the time: waiting for the culprits, when that is the most a fix can take off the step
+    lead = found[0] if found and n >= T.MIN_STEPS and found[0]["late_share"] >= chosen else None
+    if lead:
+        bottleneck = C.job_bottleneck(lead, share)
+        headline = C.headline(found, bottleneck, stats["steady"])
     if not gathering:
         headline += " (This directory holds this node's ranks only; the merged report is in rank 0's directory.)"
-    for nd in spread.get("nodes", [])[:3]:
+    for nd in ([] if lead else spread.get("nodes", [])[:3]):
         headline += f" Slow node: {nd['host']} ({len(nd['slow_ranks'])} of its {nd['ranks_on_node']} ranks)."
-    if slow:
+    if slow and not lead:
         headline += f" Straggler: rank {slow[0]['rank']} ({slow[0]['cause']})."
     bad = [p for p in problems]
     if bad:
@@ -245,8 +257,11 @@ def analyze_job(run_dir: RunDir) -> RunData:
                         "failed_ranks": [p["rank"] for p in problems if p["status"] != "missing"],
                         "step_time_spread": D.step_spread(rows), "comm": split, "ddp": ddp, "stragglers": slow,
                         "gather": gather, "reference_rank": ref.meta.get("rank") if ref else None,
-                        "outliers": spread, "nodes": nodes},
+                        "outliers": spread, "nodes": nodes, "culprits": found},
     }
+    if lead:   # the rank or node the job's verdict names, with its cause and what fixing it gives back
+        summary["culprit"] = {k: lead[k] for k in ("kind", "subject", "host", "ranks", "cause", "late_ms",
+                                                    "gain_ms", "late_share", "gain_share")}
     if ref is not None:   # rank 0's (or the first present rank's) own trace window and what its script does
         launch = ref.summary.get("launch")
         if launch and launch.get("trace"):   # the rank's own file, linked from the job's page
@@ -279,6 +294,8 @@ def _spread_findings(spread: dict, named: set) -> list:
     """One finding per slow node and one per outlier rank not already named as the straggler (at most 5)."""
     out = []
     for nd in spread.get("nodes", []):
+        if set(nd["slow_ranks"]) <= named:
+            continue   # a culprit: its own finding
         out.append(_straggler("high", f"node {nd['host']} is slow: {len(nd['slow_ranks'])} of its "
                                       f"{nd['ranks_on_node']} ranks (ranks {_span(nd['slow_ranks'])}) each spend "
                                       f"{nd['excess_ms']:.0f} ms per step more than the job's median before the "
