@@ -1,5 +1,6 @@
 """What the GPU ran in the tracing window: top kernels by GPU time, copies by kind (pageable / pinned) with their
-bandwidth, and device memory per step against capacity. Pure functions over plain trace events and records.
+bandwidth, and device memory per step against capacity. Pure functions over the trace's columns (the one parse of
+the trace, analyzers/kineto_reader.py) and the phase records.
 
 Kernel names are shortened for tables (template arguments and parameter lists dropped; the full name is kept).
 Copies are grouped by Kineto's name, e.g. "Memcpy HtoD (Pageable -> Device)": a pageable host-to-device copy is
@@ -10,10 +11,12 @@ from __future__ import annotations
 
 import re
 
+import numpy as np
+
 from .findings import Finding
 
 TOP_KERNELS = 10
-DEVICE_CATS = ("kernel", "gpu_memcpy", "gpu_memset", "Kernel", "Memcpy", "Memset")
+DEVICE_CATS = ("kernel", "gpu_memcpy", "gpu_memset")   # the reader's names (legacy "Kernel", "Memcpy"... mapped)
 # Above this share of device memory, activations or optimizer state are close to the limit (TensorBoard's
 # PyTorch profiler plugin recommends AMP or activation checkpointing beyond 90%).
 MEMORY_NEAR_CAPACITY = 0.90
@@ -73,7 +76,7 @@ def copy_kind(name: str) -> str:
 _CUDA_CORES = re.compile(r"ffma|simt", re.I)
 _TENSOR_CORES = re.compile(r"tf32|bf16|f16|fp16|hmma|imma|wgmma|gmma|tensorop|16816|1688|884|flash_fwd|flash_bwd|"
                            r"fmha|nvjet", re.I)
-LAUNCH_CATS = ("cuda_runtime", "cuda_driver", "Runtime", "Driver")
+LAUNCH_CATS = ("cuda_runtime", "cuda_driver")
 MAX_WALK = 64   # ops looked at backwards from a launch to find the one that encloses it
 
 
@@ -81,23 +84,38 @@ def uses_tensor_cores(name: str) -> bool:
     return not _CUDA_CORES.search(name) and bool(_TENSOR_CORES.search(name))
 
 
-def launching_ops(events) -> dict:
-    """correlation id -> name of the innermost CPU op around the runtime call that launched it (same thread)."""
+def _column(cols, name: str, mask) -> list:
+    """A column's values on the rows `mask` selects, as Python values (category strings for name/cat/ph)."""
+    values = cols.arrays[name][mask]
+    if name in cols.categories:
+        cats = cols.categories[name]
+        return [cats[i] for i in values.tolist()]
+    return values.tolist()
+
+
+def _where(cols, cats) -> np.ndarray:
+    """Duration ("X") rows of the given categories, in the trace's order."""
+    a = cols.arrays
+    return (np.isin(a["cat"], cols.codes_of("cat", cats)) & np.isin(a["ph"], cols.codes_of("ph", ["X"]))
+            & ~np.isnan(a["ts_us"]))
+
+
+def _durations(cols, mask) -> list:
+    return np.nan_to_num(cols.arrays["dur_us"][mask], nan=0.0).tolist()
+
+
+def launching_ops(cols) -> dict:
+    """correlation id -> name of the innermost CPU op around the runtime call that launched it (same thread).
+    `cols`: the trace's columns (analyzers/trace_columns.EventColumns)."""
     import bisect
     ops: dict = {}
-    launches = []
-    for e in events:
-        if e.get("ph") != "X":
-            continue
-        cat = e.get("cat")
-        if cat == "cpu_op":
-            ts = float(e.get("ts") or 0.0)
-            ops.setdefault((e.get("pid"), e.get("tid")), []).append((ts, ts + float(e.get("dur") or 0.0),
-                                                                     str(e.get("name", ""))))
-        elif cat in LAUNCH_CATS:
-            corr = (e.get("args") or {}).get("correlation")
-            if corr is not None:
-                launches.append((e.get("pid"), e.get("tid"), float(e.get("ts") or 0.0), corr))
+    op = _where(cols, ["cpu_op"])
+    for pid, tid, ts, dur, name in zip(_column(cols, "pid", op), _column(cols, "tid", op), _column(cols, "ts_us", op),
+                                       _durations(cols, op), _column(cols, "name", op)):
+        ops.setdefault((pid, tid), []).append((ts, ts + dur, name))
+    run = _where(cols, LAUNCH_CATS)
+    launches = [x for x in zip(_column(cols, "pid", run), _column(cols, "tid", run), _column(cols, "ts_us", run),
+                               _column(cols, "correlation", run)) if x[3] != -1]
     starts = {}
     for key, lst in ops.items():
         lst.sort()
@@ -115,27 +133,25 @@ def launching_ops(events) -> dict:
     return out
 
 
-def summarize(events, steps: int | None = None) -> dict | None:
-    """events: dicts with name, cat, dur (µs) and args.bytes for copies. None when the trace has no device events.
-    Kernels are grouped by their short name (template instances of one kernel are one row), each with the CPU op
-    that launched most of them and whether it runs on tensor cores."""
-    events = list(events)
-    by_corr = launching_ops(events)
+def summarize(cols, steps: int | None = None) -> dict | None:
+    """cols: the trace's columns (analyzers/trace_columns.EventColumns: name, cat, dur in µs, bytes of copies),
+    read once for every analysis of the trace. None when the trace has no device events. Kernels are grouped by
+    their short name (template instances of one kernel are one row), each with the CPU op that launched most of
+    them and whether it runs on tensor cores."""
+    by_corr = launching_ops(cols)
     kernels: dict = {}
     copies: dict = {}
     tc_us = 0.0
-    for e in events:
-        cat = e.get("cat")
-        if e.get("ph") != "X" or cat not in DEVICE_CATS:
-            continue
-        dur = float(e.get("dur") or 0.0)
-        name = str(e.get("name", ""))
-        if cat in ("kernel", "Kernel"):
+    dev = _where(cols, DEVICE_CATS)
+    for cat, name, dur, corr, nbytes in zip(_column(cols, "cat", dev), _column(cols, "name", dev),
+                                            _durations(cols, dev), _column(cols, "correlation", dev),
+                                            _column(cols, "bytes", dev)):
+        if cat == "kernel":
             k = kernels.setdefault(short_name(name), {"count": 0, "us": 0.0, "names": {}, "ops": {}, "tc_us": 0.0})
             k["count"] += 1
             k["us"] += dur
             k["names"][name] = k["names"].get(name, 0.0) + dur
-            op = by_corr.get((e.get("args") or {}).get("correlation"))
+            op = by_corr.get(corr) if corr != -1 else None
             if op is not None:
                 k["ops"][op] = k["ops"].get(op, 0) + 1
             if uses_tensor_cores(name):
@@ -145,7 +161,7 @@ def summarize(events, steps: int | None = None) -> dict | None:
             c = copies.setdefault(copy_kind(name), [0, 0.0, 0])
             c[0] += 1
             c[1] += dur
-            c[2] += int((e.get("args") or {}).get("bytes") or 0)
+            c[2] += max(0, nbytes)
     kernel_us = sum(v["us"] for v in kernels.values())
     copy_us = sum(v[1] for v in copies.values())
     device_us = kernel_us + copy_us

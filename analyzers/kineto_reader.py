@@ -7,7 +7,7 @@ built on first use. One row per duration ("X") or instant ("i") event:
                           viewer how to label it, `baseTimeNanoseconds` is the epoch offset, kept in metadata)
     pid, tid              int64 (a string id such as "Spans" becomes a negative id; `metadata["string_ids"]`)
     stream, correlation,  int64 from args; -1 when absent (what HTA uses to tell device events from host events)
-    external_id, device
+    external_id, device, bytes
 Flow, counter and metadata ("M") events are not rows: process/thread names go to `metadata["process_names"]` /
 `["thread_names"]`, the counts of what was skipped to `metadata["skipped_events"]`.
 """

@@ -19,8 +19,9 @@ import orjson
 
 ROW_PHASES = ("X", "i", "I")
 INT_ARGS = (("stream", "stream"), ("correlation", "correlation"), ("external_id", "External id"),
-            ("device", "device"))
-COLUMNS = ("name", "cat", "ph", "ts_us", "dur_us", "pid", "tid", "stream", "correlation", "external_id", "device")
+            ("device", "device"), ("bytes", "bytes"))
+COLUMNS = ("name", "cat", "ph", "ts_us", "dur_us", "pid", "tid", "stream", "correlation", "external_id", "device",
+           "bytes")
 CODED = ("name", "cat", "ph")
 
 
@@ -29,6 +30,7 @@ class _Args(msgspec.Struct, gc=False):
     correlation: Any = -1
     external_id: Any = msgspec.field(default=-1, name="External id")
     device: Any = -1
+    bytes: Any = -1             # a copy's size (gpu_memcpy)
     name: Any = None            # process_name / thread_name metadata events
 
 
@@ -219,7 +221,8 @@ class ColumnBuilder:
         self._append(ts, [e.dur for e in evs], phs, [e.name for e in evs], [e.cat for e in evs],
                      [e.pid for e in evs], [e.tid for e in evs],
                      {"stream": [a.stream for a in args], "correlation": [a.correlation for a in args],
-                      "external_id": [a.external_id for a in args], "device": [a.device for a in args]})
+                      "external_id": [a.external_id for a in args], "device": [a.device for a in args],
+                      "bytes": [a.bytes for a in args]})
 
     def _add_dicts(self, batch: list) -> None:
         evs = [e for e in batch if e.__class__ is dict]

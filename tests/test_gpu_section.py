@@ -1,8 +1,18 @@
 """GPU section inputs without a GPU: kernel and copy tables from trace events, device memory per step from the
 collector's `@mem` records (allocator counters, throttled), the >90%-of-capacity finding, the ranked actions."""
+import json
+
 from haiprof.analyzers import actions
 from haiprof.analyzers import gpu_kernels as G
+from haiprof.analyzers.kineto_reader import read_trace
 from haiprof.collectors.phases import MEM_EVERY_NS, MEM_MARK, PhaseRecorder
+
+
+def _trace(tmp_path, events):
+    """The events as a trace file, read the one way a report reads it (its columns)."""
+    p = tmp_path / f"trace{len(list(tmp_path.iterdir()))}.json"
+    p.write_text(json.dumps({"traceEvents": events}))
+    return read_trace(p).columns
 
 
 def _ev(cat, name, dur, nbytes=None):
@@ -12,21 +22,21 @@ def _ev(cat, name, dur, nbytes=None):
     return e
 
 
-def test_kernels_and_copies_by_kind():
+def test_kernels_and_copies_by_kind(tmp_path):
     events = [_ev("kernel", "void at::native::vectorized_elementwise_kernel<4, F>(int, F)", 10.0)] * 3 + [
         _ev("kernel", "sm80_xmma_gemm_f32f32_tn_n_execute_kernel__5x_cublas", 50.0),
         _ev("gpu_memcpy", "Memcpy HtoD (Pageable -> Device)", 100.0, 800_000_000 // 1000),
         _ev("gpu_memcpy", "Memcpy HtoD (Pinned -> Device)", 20.0, 500_000),
         _ev("gpu_memset", "Memset (Device)", 1.0, 64),
         {"ph": "X", "cat": "cpu_op", "name": "aten::mm", "dur": 1e6}]
-    g = G.summarize(events, steps=2)
+    g = G.summarize(_trace(tmp_path, events), steps=2)
     assert g["top_kernels"][0]["name"] == "sm80_xmma_gemm_f32f32_tn_n_execute_kernel__5x_cublas"
     assert g["top_kernels"][1] == {**g["top_kernels"][1], "name": "vectorized_elementwise_kernel", "count": 3}
     kinds = {c["kind"]: c for c in g["copies"]}
     assert set(kinds) == {"HtoD pageable", "HtoD pinned", "memset"}
     assert abs(kinds["HtoD pageable"]["gb_per_s"] - 8.0) < 1e-9          # 800 kB in 100 µs
     assert abs(g["pageable_h2d_share"] - 100 / 201) < 1e-9
-    assert G.summarize([events[-1]]) is None
+    assert G.summarize(_trace(tmp_path, [events[-1]])) is None
 
 
 def test_mangled_and_anonymous_kernel_names():
@@ -75,7 +85,7 @@ def test_actions_rank_by_expected_gain_and_name_pinned_memory():
     assert actions.rank({"bottleneck": "none", "steps": 1, "findings": summary["findings"]}) == []
 
 
-def test_one_row_per_kernel_with_its_launching_op_and_tensor_cores():
+def test_one_row_per_kernel_with_its_launching_op_and_tensor_cores(tmp_path):
     def k(name, dur, corr):
         return {"ph": "X", "cat": "kernel", "name": name, "dur": dur, "ts": 100, "args": {"correlation": corr}}
 
@@ -90,7 +100,7 @@ def test_one_row_per_kernel_with_its_launching_op_and_tensor_cores():
                     k("void at::native::vectorized_elementwise_kernel<4, A>(int, A)", 5.0, 2),
                     k("void at::native::vectorized_elementwise_kernel<4, B>(int, B)", 5.0, 3),
                     k("sm80_xmma_gemm_f32f32_f32f32_f32_nn_n_tilesize256x128x8_ffma_execute_kernel", 10.0, 4)]
-    g = G.summarize(events, steps=1)
+    g = G.summarize(_trace(tmp_path, events), steps=1)
     rows = {r["name"]: r for r in g["top_kernels"]}
     ew = rows["vectorized_elementwise_kernel"]
     assert (ew["count"], ew["variants"], ew["launched_by"]) == (2, 2, "aten::relu")   # one row, innermost op

@@ -49,18 +49,20 @@ def read_losses(run_dir: RunDir) -> list | None:
     return out
 
 
-def step_durations(run_dir: RunDir, summary: dict) -> list[float]:
+def step_durations(run_dir: RunDir, summary: dict, steps=None) -> list[float]:
     """Seconds per step in order, after warm-up and outside the tracing window: the device clock on CUDA runs
-    (summary `device.per_step`), the host's otherwise. The compile cost is read from the leading ones."""
+    (summary `device.per_step`), the host's otherwise. The compile cost is read from the leading ones.
+    `steps`: the run's host steps (StepColumns) where the caller has them; read from `run_dir` otherwise."""
     per = (summary.get("device") or {}).get("per_step")
     if per:
         return [x["duration_s"] for x in per[T.WARMUP_STEPS:] if not x.get("traced")]
-    try:
-        cols = run_dir.read_phase_columns()   # columns: a long baseline is no list per record
-        steps, _ = build_steps((), split_columns(cols.names, cols.code, cols.start, cols.end,
-                                                 list(iter_records(r for _, r in cols.odd))))
-    except (OSError, ValueError):
-        return []
+    if steps is None:
+        try:
+            cols = run_dir.read_phase_columns()   # columns: a long baseline is no list per record
+            steps, _ = build_steps((), split_columns(cols.names, cols.code, cols.start, cols.end,
+                                                     list(iter_records(r for _, r in cols.odd))))
+        except (OSError, ValueError):
+            return []
     kept = steps[T.WARMUP_STEPS:]
     return (kept.duration_ns[~kept.traced] / 1e9).tolist()
 
@@ -82,7 +84,8 @@ def applied_ids(fixes: dict) -> list[str]:
     return [r["id"] for r in (fixes.get("results") or []) if r.get("status") == "applied"]
 
 
-def add_fix_results(run_dir: RunDir, meta: dict, summary: dict) -> None:
+def add_fix_results(run_dir: RunDir, meta: dict, summary: dict, steps=None) -> None:
+    """`steps`: this run's host steps (StepColumns), already built: its phases are not read again."""
     if meta.get("end_time") and meta.get("start_time"):
         summary["wall_time_s"] = round(meta["end_time"] - meta["start_time"], 3)
     fixes = _read_json(run_dir.file(FIXES_FILE))
@@ -119,8 +122,9 @@ def add_fix_results(run_dir: RunDir, meta: dict, summary: dict) -> None:
     cmp = compare_summaries(base_summary, summary)
     cmp["baseline_run"] = base
     summary["comparison"] = cmp
-    gain = fix_gain.fix_gain(cmp["before"], cmp["after"], applied_ids(summary["fixes"]),
-                             step_durations(rd, base_summary), step_durations(run_dir, summary))
+    # each run's steps once: the baseline's phases are read here, this run's are the ones already built
+    before_s, after_s = step_durations(rd, base_summary), step_durations(run_dir, summary, steps)
+    gain = fix_gain.fix_gain(cmp["before"], cmp["after"], applied_ids(summary["fixes"]), before_s, after_s)
     # the two runs' set-up and the load beside them (analyzers/conditions.py): a difference is said, not credited
     diffs = conditions.differences(base_summary.get("conditions"), summary.get("conditions"))
     gain["conditions"] = conditions.message(diffs, interleaved=bool(summary["fixes"]["interleaved_runs"]))
@@ -149,7 +153,7 @@ def add_fix_results(run_dir: RunDir, meta: dict, summary: dict) -> None:
     if noisy:   # measured beside a busy neighbour: the ratio carries its noise
         gain["noisy"] = f"{' and '.join(noisy)} measured on a busy machine"
     summary["fixes"]["gain"] = gain
-    cmp["step_distribution"] = step_distribution(step_durations(rd, base_summary), step_durations(run_dir, summary))
+    cmp["step_distribution"] = step_distribution(before_s, after_s)
     if gain["regression"]:
         summary["findings"].insert(0, Finding(
             kind="fix-regression", severity="high", share=0.0, message=gain["message"],

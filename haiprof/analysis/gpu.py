@@ -3,33 +3,10 @@ device memory per step from the `@mem` records and its capacity finding; the ran
 (analyzers/actions.py). CPU runs get None for both GPU blocks."""
 from __future__ import annotations
 
-import gzip
-import json
-
 from haiprof.analyzers import actions
 from haiprof.analyzers import gpu_kernels as G
+from haiprof.analyzers.kineto_reader import TraceData
 from haiprof.analyzers.step_columns import StepColumns
-
-from ..rundir import RunDir
-from ..rundir.vocabulary import KINETO_TRACES
-
-MAX_TRACE_BYTES = 512 * 2**20     # a tracing window of a few steps; larger files are `haiprof analyze` territory
-
-
-def _trace_events(run_dir: RunDir) -> tuple[list, dict]:
-    for name in KINETO_TRACES:
-        p = run_dir.file(name)
-        if not p.is_file() or p.stat().st_size > MAX_TRACE_BYTES:
-            continue
-        try:
-            opener = gzip.open if name.endswith(".gz") else open
-            with opener(p, "rt", encoding="utf-8") as f:
-                data = json.load(f)
-        except (OSError, ValueError, EOFError):
-            return [], {}
-        if isinstance(data, dict) and isinstance(data.get("traceEvents"), list):
-            return data["traceEvents"], data
-    return [], {}
 
 
 def _capacity(trace: dict, hardware: dict | None) -> int | None:
@@ -40,12 +17,13 @@ def _capacity(trace: dict, hardware: dict | None) -> int | None:
     return next((int(d["mem_total_bytes"]) for d in devs.values() if d.get("mem_total_bytes")), None)
 
 
-def analyze(run_dir: RunDir, records: list, steps: list, hardware: dict | None, op_trace: dict | None) -> dict:
-    """{"gpu": top kernels and copies or None, "memory": per-step memory or None, "findings": [...]}"""
-    events, trace = _trace_events(run_dir) if (op_trace or {}).get("gpu") else ([], {})
+def analyze(trace, records: list, steps: list, hardware: dict | None, op_trace: dict | None) -> dict:
+    """{"gpu": top kernels and copies or None, "memory": per-step memory or None, "findings": [...]}. `trace`: the
+    run's trace as parsed once (kineto_reader.TraceData; None or a TraceError without a usable one)."""
+    usable = bool((op_trace or {}).get("gpu")) and isinstance(trace, TraceData)
     traced_steps = ((op_trace or {}).get("gpu") or {}).get("steps")
-    gpu = G.summarize(events, traced_steps) if events else None
-    capacity = _capacity(trace, hardware)
+    gpu = G.summarize(trace.columns, traced_steps) if usable else None
+    capacity = _capacity(trace.metadata if usable else {}, hardware)
     memory = G.memory_per_step(records, StepColumns.of(steps).end_ns.tolist(), capacity)
     findings = []
     if memory:

@@ -121,13 +121,13 @@ def digest_section(data, steady: list, records) -> dict:
 
 def write(run_dir: RunDir):
     """Analyse one rank's directory; write summary.json (with its digest) and steps.npz. Returns the RunData."""
+    from .run_model import Run
     from .summary import analyze
-    data = analyze(run_dir)
+    run = Run.read(run_dir)   # read once: the batch sizes and sync statistics are its rank_records
+    data = analyze(run_dir, run=run)
     steady = step_analysis.steady_steps(data.steps, T.WARMUP_STEPS)
     table = step_table(steady, data.device_steps)
-    cols = run_dir.read_phase_columns()   # the batch sizes and sync statistics only: no list per phase record
-    records = cols.records(cols.rows({"@batch", "@ddp"}), odd=lambda r: isinstance(r, list) and r[:1] == ["@ddp"])
-    data.summary["rank_digest"] = digest_section(data, steady, records)
+    data.summary["rank_digest"] = digest_section(data, steady, run.rank_records)
     data.summary["rank_digest"]["device"] = bool(data.device_steps)
     (run_dir.path / STEPS_FILE).write_bytes(pack(table))
     run_dir.write_summary(data.summary)   # last: its time stamp says the digest is complete

@@ -8,27 +8,17 @@ from dataclasses import dataclass, field
 
 import numpy as np
 
-from haiprof.analyzers import step_columns
 from haiprof.analyzers import steps as step_analysis
 from haiprof.analyzers import thresholds as T
 from haiprof.analyzers import conditions, h2d, utilization, verdict
 from haiprof.analyzers.findings import Finding, checked, edited
 
-from ..rundir import SCHEMA_VERSION, TRACE_FILE, RunDir, iter_records
-from ..rundir.vocabulary import KINETO_TRACES
+from ..rundir import SCHEMA_VERSION, TRACE_FILE, RunDir
 from . import device as device_analysis
 from . import gpu as gpu_analysis
 from . import hardware as hw_analysis
 from . import whole_run, windows
-
-
-# phase intervals and step marks, one or more a step: analysed as columns, never turned into lists
-BULK_RECORDS = {*step_analysis.PRIORITY, *(step_analysis.GPU_PREFIX + p for p in step_analysis.PRIORITY),
-                step_analysis.EVAL, step_analysis.GPU_PREFIX + step_analysis.EVAL, step_analysis.STEP_MARK,
-                step_analysis.BACKWARD_MARK}
-# records with values, one a step, that no analysis here reads as lists: the DataLoader waits' thread CPU (the
-# io split reads their columns), the batch sizes (the job's analysis reads them, ranks.py)
-PER_STEP_EXTRAS = {"dataloader", "@batch"}
+from .run_model import BULK_RECORDS, PER_STEP_EXTRAS, Run  # noqa: F401 (the record classes: re-exported)
 # findings judged from step shares: none below the verdict's MIN_STEPS measured steps
 MIN_STEPS_KINDS = {"io", "compute", "launch", "communication", "other", "energy"}
 
@@ -63,28 +53,18 @@ def _trace_results(run_dir: RunDir) -> dict:
         return {}
 
 
-def analyze(run_dir: RunDir, extra_findings: list | None = None) -> RunData:
-    meta = run_dir.read_meta()
-    cols = run_dir.read_phase_columns()
-    # the few records other than intervals and marks (marks with values, records with extras) are lists; the
-    # DataLoader waits with their thread's CPU are columns the io split reads (taken before the split below:
-    # their temporaries and the split's are not alive together)
-    records = cols.records((~cols.rows(BULK_RECORDS) | (cols.nx > 0)) & ~cols.rows(PER_STEP_EXTRAS))
-    loader_waits = cols.take(cols.rows({"dataloader"}) & (cols.nx > 0))
-    # the phase intervals and step marks stay numpy columns, split once for every analysis (analyzers/
-    # step_columns.py)
-    split = step_columns.split_columns(cols.names, cols.code, cols.start, cols.end,
-                                       list(iter_records(r for _, r in cols.odd)))
-    del cols
-    all_steps, step_info = step_analysis.build_steps((), split)     # StepColumns
-    steady = step_analysis.steady_steps(all_steps, T.WARMUP_STEPS)
+def analyze(run_dir: RunDir, extra_findings: list | None = None, run: Run | None = None) -> RunData:
+    """`run`: the directory already read (run_model.Run); read here otherwise. Nothing below reads a raw file."""
+    run = run if run is not None else Run.read(run_dir)
+    meta, records, loader_waits, split = run.meta, run.records, run.loader_waits, run.split
+    all_steps, step_info, steady = run.steps, run.step_info, run.steady     # StepColumns
     share = step_analysis.phase_share(steady)
     stats = step_analysis.step_time_stats(steady)
     traced_excluded = int((all_steps.traced & ~np.isin(all_steps.index, steady.index)).sum())
     n = len(all_steps)
     stats["steady"] = step_analysis.seconds_per_step(steady)
     findings = verdict.phase_findings(share, len(steady), stats["median"], stats["steady"]) if n else []
-    op_trace = launch_analysis(run_dir)              # op-level trace of the tracing window, if any
+    op_trace = launch_analysis(run)              # op-level trace of the tracing window, if any
     trace_findings = op_trace.pop("findings", []) if op_trace else []
     # CUDA runs: the device timeline decides shares, step time and verdict (haiprof/device_analysis.py); the
     # trace's launch statistics stay as evidence (its kernel time per step sets the kernel density).
@@ -108,20 +88,22 @@ def analyze(run_dir: RunDir, extra_findings: list | None = None) -> RunData:
     # On the device timeline the launch verdict is the partition's; the trace's own launch statistics stay
     # under summary["trace"] as evidence.
     findings += [f for f in trace.get("findings", []) if device is None or f.get("kind") != "launch"]
-    samples = {name: run_dir.read_samples(name) for name in run_dir.sample_collectors()}
-    status = run_dir.read_status()
+    samples, status = run.samples, run.status
     # -- hardware collectors: GPU, links, NUMA, disks, energy; input-bound split (analysis/hardware.py) --
     origin = hw_analysis.timeline_origin(meta, samples, all_steps)   # one time origin for every chart
     hw = hw_analysis.analyze(records, all_steps, samples, status, meta, origin, None, split)
     del split   # the last analysis of the intervals: a long run's arrays are freed before the rest
+    run.release_intervals()
     findings = hw_analysis.refine_io(findings, records, loader_waits, all_steps, samples, hw["summary"]["hardware"],
                                      meta)
     del loader_waits
+    run.loader_waits = None
     findings += hw["findings"]
     neighbour = utilization.neighbour_finding(samples.get("system", []), T.HOST_SATURATED, T.NEIGHBOUR_CORES)
     findings += [neighbour] if neighbour else []
     # -- end hardware --
-    gpu = gpu_analysis.analyze(run_dir, records, all_steps, hw["summary"]["hardware"], op_trace)
+    gpu = gpu_analysis.analyze(run.trace(), records, all_steps, hw["summary"]["hardware"], op_trace)
+    run.release_trace()   # its last reader
     findings += gpu["findings"]
     decide = verdict.decide_device if device is not None else verdict.decide
     if device is None:
@@ -192,7 +174,7 @@ def analyze(run_dir: RunDir, extra_findings: list | None = None) -> RunData:
             evidence={"last_flush": "≤ 1 s before the end"}, fixes=[]).as_dict())
     # --- fixes (haiprof run --fix): what each fix did, before/after, loss guard ---
     from .fix_results import add_fix_results
-    add_fix_results(run_dir, meta, summary)
+    add_fix_results(run_dir, meta, summary, all_steps)
     # --- end fixes ---
     left_out = summary["advice_left_out"] = gpu_analysis.advice_left_out(summary)   # already done or measured
     top = next((f for f in summary["findings"] if f["kind"] == bottleneck), None)
@@ -240,21 +222,19 @@ def _script_uses(meta: dict, records) -> dict:
     return uses
 
 
-TRACE_FILES = KINETO_TRACES   # compressed at the end of the run; raw if it was killed before
-
-
-def launch_analysis(run_dir: RunDir) -> dict | None:
+def launch_analysis(run: Run) -> dict | None:
     """Launch-bound statistics and findings from the run's trace (None without one; an unreadable trace is a
     reason, never a failed report)."""
     from haiprof.analyzers import launch
 
-    from haiprof.analyzers.kineto_reader import TraceError, read_trace
+    from haiprof.analyzers.kineto_reader import TraceError
 
-    path = next((run_dir.file(n) for n in TRACE_FILES if run_dir.file(n).is_file()), None)
-    if path is None:
+    data, path = run.trace(), run.trace_path()
+    if data is None:
         return None
+    if isinstance(data, TraceError):
+        return {"trace": path.name, "error": str(data), "findings": []}
     try:
-        data = read_trace(path)
         events = launch.complete_events(data.events)
         whole = data.metadata.get("haiprof_traced_steps")
         out = launch.analyze_events(events, whole_steps=int(whole) if str(whole).isdigit() else None)

@@ -1,0 +1,89 @@
+"""A report reads each raw file of its run once (analysis/run_model.Run): the phase records and the tracing
+window's trace were each read twice per report (the trace by the launch analysis and again, whole, by the GPU
+section; the phases by the summary and again by the fixes' before/after and a rank's digest)."""
+from __future__ import annotations
+
+import builtins
+import gzip
+import shutil
+from collections import Counter
+
+import pytest
+
+from conftest import GPU_RUNS
+
+from haiprof.analysis import report
+from haiprof.analysis.run_model import Run
+from haiprof.rundir import RunDir
+
+TRACES = ("trace.json.gz", "trace.json")
+
+
+@pytest.fixture
+def reads(monkeypatch):
+    """`reads()` starts counting: the reads of the phase records (RunDir's two readers) and every open of the
+    tracing window's trace (open() and gzip.open() alike)."""
+    seen: Counter = Counter()
+    real_open, real_gzip = builtins.open, gzip.open
+    real_cols, real_recs = RunDir.read_phase_columns, RunDir.read_phase_records
+
+    def note(path):
+        name = str(getattr(path, "name", path)).rsplit("/", 1)[-1]
+        if name in TRACES:
+            seen[name] += 1
+
+    def counting_open(file, *a, **k):
+        note(file)
+        return real_open(file, *a, **k)
+
+    def counting_gzip(file, *a, **k):
+        note(file)
+        return real_gzip(file, *a, **k)
+
+    def counting(real):
+        def read(self, *a, **k):
+            seen["phases"] += 1
+            return real(self, *a, **k)
+        return read
+
+    def start():
+        monkeypatch.setattr(builtins, "open", counting_open)
+        monkeypatch.setattr(gzip, "open", counting_gzip)
+        monkeypatch.setattr(RunDir, "read_phase_columns", counting(real_cols))
+        monkeypatch.setattr(RunDir, "read_phase_records", counting(real_recs))
+        return seen
+    return start
+
+
+def _copy(name, tmp_path):
+    src = GPU_RUNS / "h100-2026-11-22" / name
+    if not src.is_dir():
+        pytest.skip(f"no recorded run {src}")
+    d = tmp_path / name
+    shutil.copytree(src, d)
+    return d
+
+
+def test_a_cuda_report_reads_its_trace_and_phases_once(tmp_path, reads):
+    d = _copy("launch_base", tmp_path)
+    seen = reads()
+    summary = report.finish(RunDir(d), quiet=True)
+    assert summary and summary["gpu"]["top_kernels"] and summary["launch"]["trace"] == "trace.json.gz"
+    assert seen == {"trace.json.gz": 1, "phases": 1}, dict(seen)
+
+
+def test_a_cpu_report_reads_its_phases_and_trace_once(seeded, tmp_path, reads):
+    d = tmp_path / "run"
+    shutil.copytree(seeded[1], d)
+    seen = reads()
+    summary = report.finish(RunDir(d), quiet=True)
+    assert summary and summary["steps"] > 0 and summary["launch"]["trace"] == "trace.json.gz"
+    assert seen == {"trace.json.gz": 1, "phases": 1}, dict(seen)
+
+
+def test_the_trace_is_parsed_once_and_released(tmp_path):
+    run = Run.read(RunDir(_copy("launch_base", tmp_path)))
+    first = run.trace()
+    assert first is run.trace() and len(first.columns)
+    run.release_trace()
+    assert run.trace() is None   # released after its last reader: never parsed a second time
