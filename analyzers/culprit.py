@@ -186,22 +186,22 @@ def because(c: dict) -> str:
     x, who = c.get("excess_ms") or {}, _who(c)
     poss = "their" if c["kind"] == "node" else "its"
     if c["cause"] == "input":
-        return f"{poss} DataLoader waits {x['input']:.0f} ms/step longer than the other ranks'"
+        return f"{poss} DataLoader waits {x['input']:.0f} ms per step longer than the other ranks'"
     if c["cause"] == "run-queue":
         return (f"another process shares {poss} CPU cores: {poss} training thread waited {x['run-queue']:.0f} "
-                f"ms/step more for a CPU than the other ranks' (run-queue wait "
+                f"ms per step more for a CPU than the other ranks' (run-queue wait "
                 f"{100 * (c.get('cpu_wait_share') or 0):.0f}% of its runnable time, the others' "
                 f"{100 * (c.get('others_cpu_wait_share') or 0):.0f}%)")
     if c["cause"] == "pause":
         steps = (f", in {c['pause_steps']} of {c['steps_compared']} steps" if c.get("steps_compared") else "")
         return (f"{poss} pauses outside the training phases (garbage collection, logging, a sleep) take "
-                f"{x['pause']:.0f} ms/step more than the other ranks'{steps}")
+                f"{x['pause']:.0f} ms per step more than the other ranks'{steps}")
     if c["cause"] == "data imbalance":
         return f"{poss} batches are {c['batch_ratio']:.2f}x the other ranks'"
     if c["cause"] == "compute":
-        return (f"{poss} compute takes {x['compute']:.0f} ms/step longer than the other ranks' on batches of the "
+        return (f"{poss} compute takes {x['compute']:.0f} ms per step longer than the other ranks' on batches of the "
                 f"same size, with no more run-queue wait")
-    return f"{who} spends {c['late_ms']:.0f} ms/step more before the gradient sync"
+    return f"{who} spends {c['late_ms']:.0f} ms per step more before the gradient sync"
 
 
 TITLES = {
@@ -221,7 +221,7 @@ def action(c: dict) -> dict:
     who = c["subject"] if c["kind"] == "rank" else f"node {c['host']}"
     title, fix = TITLES.get(c["cause"], TITLES["other"])
     host = c.get("host") or "its host"
-    reason = f"the other ranks wait {c['late_ms']:.0f} ms/step for {_who(c)}: {because(c)}"
+    reason = f"the other ranks wait {c['late_ms']:.0f} ms per step for {_who(c)}: {because(c)}"
     if not c["gain_ms"]:
         reason += " (once the slower ones ahead of it are fixed)"
     return {"title": title.format(who=who, host=host), "reason": reason, "fix": fix}
@@ -230,7 +230,7 @@ def action(c: dict) -> dict:
 def finding(c: dict, order: int, steady_s: float) -> dict:
     """The culprit as a straggler finding: share = what fixing it alone gives back."""
     return Finding(kind="straggler", severity="high", share=c["gain_share"],
-                   message=f"the other ranks wait {c['late_ms']:.0f} ms/step ({100 * c['late_share']:.0f}% of the "
+                   message=f"the other ranks wait {c['late_ms']:.0f} ms per step ({100 * c['late_share']:.0f}% of the "
                            f"{steady_s * 1e3:.1f} ms step) for {_who(c)}: {because(c)}",
                    evidence={**c, "culprit_order": order,
                              "steady_step_s": steady_s},
@@ -248,10 +248,10 @@ def headline(found: list, bottleneck: str, steady_s: float) -> str:
     """One sentence: who the job waits for, how much of the steady step, why, and what the first fix gives back."""
     from .verdict import LABEL
     top = found[0]
-    rest = "".join(f"; then {_who(c)} (+{c['late_ms']:.0f} ms/step): {because(c)}" for c in found[1:3])
-    gain = f"{top['gain_ms']:.1f} ms/step" if len(found) > 1 else f"up to {top['gain_ms']:.1f} ms/step"
+    rest = "".join(f"; then {_who(c)} (+{c['late_ms']:.0f} ms per step): {because(c)}" for c in found[1:3])
+    gain = f"{top['gain_ms']:.1f} ms" if len(found) > 1 else f"up to {top['gain_ms']:.1f} ms"
     return (f"{LABEL[bottleneck]} (high): the other ranks waited for {_who(top)} {100 * top['late_share']:.0f}% "
-            f"of the {steady_s * 1e3:.1f} ms step: {because(top)}{rest}; fixing {top['subject']} gives back "
+            f"of the {steady_s * 1e3:.1f} ms step: {because(top)}{rest}; fixing {top['subject']} shortens the step by "
             f"{gain}.")
 
 

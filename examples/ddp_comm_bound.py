@@ -9,7 +9,7 @@ On an ordinary loopback the 25 MB gradient allreduce is cheap next to the comput
 benchmarks/shaped_net.py) it is the larger part of every step. Fault and skew knobs: `--slow-rank R --slow-ms MS`
 makes rank R's loading slower (a straggler), `--die-rank R --die-step N` kills rank R with SIGKILL at step N,
 `--abort-at-exit-rank R` makes rank R abort at interpreter exit after training (a teardown crash), `--hog-rank R`
-starts a busy process on rank R's CPU core (each rank pinned to a core of its own: another job on its CPU),
+starts `--hogs N` busy processes on rank R's CPU core (each rank pinned to a core of its own: other jobs on its CPU),
 `--pause-rank R --pause-ms MS --pause-every N` makes rank R pause MS ms every N steps between steps (as a garbage
 collection or a checkpoint would). `--compress`
 registers DDP's fp16 compression hook (the `compress` fix done by hand); `--workers N` uses DataLoader workers.
@@ -60,7 +60,8 @@ def main():
     ap.add_argument("--die-step", type=int, default=3)
     ap.add_argument("--abort-at-exit-rank", type=int, default=-1,
                     help="this rank aborts (SIGABRT) at interpreter exit, after training: a teardown crash")
-    ap.add_argument("--hog-rank", type=int, default=-1, help="a busy process shares this rank's CPU core")
+    ap.add_argument("--hog-rank", type=int, default=-1, help="busy processes share this rank's CPU core")
+    ap.add_argument("--hogs", type=int, default=1, help="how many busy processes --hog-rank gets")
     ap.add_argument("--pause-rank", type=int, default=-1)
     ap.add_argument("--pause-ms", type=float, default=0.0, help="pause between steps on --pause-rank")
     ap.add_argument("--pause-every", type=int, default=3)
@@ -73,10 +74,10 @@ def main():
         core = cores[rank % len(cores)]
         os.sched_setaffinity(0, {core})
         if rank == args.hog_rank:
-            # spins until its parent (this rank) is gone, however the rank ends
-            hog = subprocess.Popen([sys.executable, "-c", f"import os\nos.sched_setaffinity(0, {{{core}}})\n"
-                                    f"while os.getppid() == {os.getpid()}: pass"])
-            atexit.register(hog.kill)
+            for _ in range(args.hogs):   # each spins until its parent (this rank) is gone, however the rank ends
+                hog = subprocess.Popen([sys.executable, "-c", f"import os\nos.sched_setaffinity(0, {{{core}}})\n"
+                                        f"while os.getppid() == {os.getpid()}: pass"])
+                atexit.register(hog.kill)
     dist.init_process_group("gloo")
     rank = dist.get_rank()
     if rank == args.abort_at_exit_rank:
