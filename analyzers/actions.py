@@ -10,7 +10,7 @@ from __future__ import annotations
 
 from . import thresholds as T
 from .findings import Action
-from .verdict import removable
+from .verdict import by_prediction, removable
 
 PAGEABLE_NOTABLE = 0.05  # pageable host-to-device copies above this share of the step: say "pin memory"
 
@@ -131,6 +131,9 @@ def left_out(summary: dict) -> dict:
     for c in fixes.get("excluded") or []:   # --fix auto left it out: an earlier run measured it slower
         if c.get("id"):
             out.setdefault(c["id"], c.get("reason") or "measured slower in an earlier run")
+    for fix, p in (summary.get("predictions") or {}).items():   # analyzers/whatif.py: pays less than noise or cost
+        if not p.get("worth") and p.get("why_not"):
+            out.setdefault(fix, f"not worth it here: {p['why_not']}")
     gain = fixes.get("gain") or {}
     for r in fixes.get("results") or []:
         if r.get("status") == "applied":
@@ -140,9 +143,15 @@ def left_out(summary: dict) -> dict:
     return out
 
 
+def _expected(a: Action) -> float:
+    """What an action is predicted to give (analyzers/whatif.py); its upper bound where nothing predicts it."""
+    return a.predicted["gain_share"] if a.predicted else a.gain_share
+
+
 def rank(summary: dict) -> list[dict]:
     """[{fix, title, reason, gain_share, gain_s, kind}] best first; each fix id appears once; none of left_out."""
     skip = left_out(summary)
+    preds = summary.get("predictions") or {}
     step = (summary.get("step_time_s") or {}).get("steady") or (summary.get("step_time_s") or {}).get("median")
     if summary.get("steps_measured", summary.get("steps", 0)) < T.MIN_STEPS:
         return []    # too few measured steps: nothing to act on
@@ -156,7 +165,7 @@ def rank(summary: dict) -> list[dict]:
         manual = _fsdp(f) or culprit   # advice with no haiprof fix to try: FSDP's own settings, a rank's cause
         if build is None or f.get("severity") == "info" or not (f.get("fixes") or manual):
             continue
-        fixes = [x for x in f.get("fixes") or [] if x not in skip]
+        fixes = by_prediction([x for x in f.get("fixes") or [] if x not in skip], preds)
         if not manual and (not fixes or fixes[0] in seen):
             continue
         a = build(f, summary)
@@ -166,11 +175,13 @@ def rank(summary: dict) -> list[dict]:
             a["title"] = "Compile the model (torch.compile): fuse elementwise work around the matmuls"
         fix = fixes[0] if fixes else None
         seen.add(fix)
-        out.append(Action(title=a["title"], reason=a["reason"], gain_share=a["gain_share"], fix=fix, kind=f["kind"],
-                          other_fixes=fixes[1:], gain_s=a["gain_share"] * step if step else None))
+        p = preds.get(fix)
+        share = p["touches_share"] if p else a["gain_share"]   # the most the fix can remove: the time it touches
+        out.append(Action(title=a["title"], reason=a["reason"], gain_share=share, fix=fix, kind=f["kind"],
+                          other_fixes=fixes[1:], gain_s=share * step if step else None, predicted=p))
     # the verdict's action first (one story: verdict, headline, first action), then by the gain each can give
     # (the verdict's culprit first: its action is the verdict's; culprits keep their order)
     lead = summary.get("culprit") is not None
     out.sort(key=lambda a: (not (lead and a.kind == "straggler"), a.kind != summary.get("bottleneck"),
-                            0.0 if lead and a.kind == "straggler" else -a.gain_share))
+                            0.0 if lead and a.kind == "straggler" else -_expected(a)))
     return [a.as_dict() for a in out]   # summary.json's next_steps and the pages read dicts

@@ -94,10 +94,12 @@ class Action(msgspec.Struct, kw_only=True, forbid_unknown_fields=True):
     kind: str
     other_fixes: list[FixId] = []
     gain_s: float | None = None
+    predicted: dict | None = None   # analyzers/whatif.py's prediction for `fix`: point, range, what it assumed
 
     def __post_init__(self):
         _check(f"action {self.kind!r}", None, ([self.fix] if self.fix else []) + list(self.other_fixes))
 
     def as_dict(self) -> dict:
         return {"title": self.title, "reason": self.reason, "gain_share": self.gain_share, "fix": self.fix,
-                "kind": self.kind, "other_fixes": list(self.other_fixes), "gain_s": self.gain_s}
+                "kind": self.kind, "other_fixes": list(self.other_fixes), "gain_s": self.gain_s,
+                "predicted": self.predicted}

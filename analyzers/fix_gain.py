@@ -106,12 +106,33 @@ def with_interleaved(gain: dict, il: dict | None) -> dict:
     (the median pair ratio, measured in like conditions, not this run against one baseline pass)."""
     gain["interleaved"] = il
     if il:
-        slower = il["speedup"] < 1 and 1 / il["speedup"] >= 1 + T.FIX_SLOWER - 1e-9
+        il["measurable"] = measurable(il)
+        slower = il["measurable"] and il["speedup"] < 1 and 1 / il["speedup"] >= 1 + T.FIX_SLOWER - 1e-9
         gain["regression"], gain["slower_pct"] = slower, (100 * (1 / il["speedup"] - 1)) if il["speedup"] < 1 else 0.0
         gain["message"] = (f"{','.join(gain.get('applied') or []) or 'the fix'} made each step "
                            f"{gain['slower_pct']:.0f}% slower (median of {il['pairs']} interleaved pass pairs, "
                            f"{il['min']:.2f}-{il['max']:.2f}x): not recommended for this script") if slower else None
     return gain
+
+
+def measurable(il: dict) -> bool:
+    """Whether interleaved pairs resolve an effect: their spread ((max - min) / median) no wider than the effect
+    (how far the median ratio is from 1, either way). Pairs from 0.85x to 2.88x say nothing about a 0.72x."""
+    effect = abs(il["speedup"] - 1) if il["speedup"] >= 1 else abs(1 / il["speedup"] - 1)
+    return il["spread"] <= effect
+
+
+def unreliable_why(gain: dict) -> str | None:
+    """Why a speedup against this baseline is no measurement of the fix, in a few words (None when it is one):
+    the baseline set up under other conditions, a phase no applied fix touches moved, or either run noisy."""
+    why = []
+    if gain.get("conditions") and not gain.get("interleaved"):
+        why.append("the baseline ran under other conditions (" + gain["conditions"].split("(", 1)[-1].split(")")[0]
+                   + ")")
+    if gain.get("unreliable"):
+        why.append("a phase no applied fix touches moved (" + gain["unreliable"].split(": ", 1)[-1].split(", though")[0]
+                   + ")")
+    return "; ".join(why) or None
 
 
 def _ratio(a, b):
@@ -181,14 +202,20 @@ def text_lines(gain: dict) -> list[str]:
     if gain.get("conditions"):
         lines.append("WARNING: " + gain["conditions"])
     il = gain.get("interleaved")
-    if il:
+    if il and il.get("measurable", True):
         lines.append(f"speedup, interleaved ({il['pairs']} baseline/fixed pass pairs, each pair in the same "
                      f"conditions): {il['speedup']:.2f}x median, per pair {il['min']:.2f}-{il['max']:.2f}x "
                      f"(spread {100 * il['spread']:.0f}%)")
+    elif il:
+        lines.append(f"interleaved ({il['pairs']} baseline/fixed pass pairs): no measurable change: the pairs "
+                     f"spread {il['min']:.2f}-{il['max']:.2f}x ({100 * il['spread']:.0f}%), wider than the effect "
+                     f"(median {il['speedup']:.2f}x)")
     if gain.get("speedup"):
-        lines.append(f"speedup (steady step time{', this run against the last baseline pass' if il else ''}): "
-                     f"{gain['speedup']:.2f}x "
+        why = unreliable_why(gain)
+        label = f"speedup (steady step time{', this run against the last baseline pass' if il else ''})"
+        lines.append(f"{label}: {gain['speedup']:.2f}x "
                      f"({gain['step_time_before_s'] * 1e3:.1f} -> {gain['step_time_after_s'] * 1e3:.1f} ms per step)"
+                     + (f": unreliable, {why}" if why else "")
                      + (f"; noisy: {gain['noisy']}" if gain.get("noisy") else ""))
         noise = gain.get("noise") or {}
         if noise.get("before") is not None and noise.get("after") is not None:
@@ -196,6 +223,12 @@ def text_lines(gain: dict) -> list[str]:
             lines.append(f"noise (p10-p90 of the steady steps): baseline {100 * noise['before']:.0f}%, fixed run "
                          f"{100 * noise['after']:.0f}%" + (f"; baseline recorded {_age(age)} before this run"
                                                             if age is not None else ""))
+    p = gain.get("predicted")
+    if p and p.get("measured_step_after_s") and p.get("step_s"):
+        lines.append(f"predicted before the fix: step {p['step_before_s'] * 1e3:.1f} -> "
+                     f"{p['step_after_pred_s'] * 1e3:.1f} ms (range {p['low_share'] * 100:.0f}-"
+                     f"{p['high_share'] * 100:.0f}% of the step); measured {p['measured_step_after_s'] * 1e3:.1f} ms: "
+                     f"off by {p['error_points']:.0f} points of the baseline step")
     w = _wall(gain)
     if w:
         lines.append(w)

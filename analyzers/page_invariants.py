@@ -42,11 +42,13 @@ def _headline(s: dict) -> list[str]:
     action = ((s.get("next_steps") or [{}])[0]).get("fix")
     if offered and action != offered.group(1):
         out.append(f"headline offers --fix {offered.group(1)} but 'do this next' starts with {action}")
-    gain = re.search(r"([\d.]+) ms of it \((\d+)%\)", first)
-    if gain and m:
+    for gain in re.finditer(r"([\d.]+) ms (?:of it )?\((\d+)%\)", first):   # the bound, and the prediction
         ms, pct = float(gain.group(1)), int(gain.group(2))
-        if abs(ms - pct / 100 * float(m.group(1))) > 0.006 * float(m.group(1)) + MS_TOLERANCE:
+        if m and abs(ms - pct / 100 * float(m.group(1))) > 0.006 * float(m.group(1)) + MS_TOLERANCE:
             out.append(f"headline: {ms} ms is not {pct}% of the {m.group(1)} ms step")
+    bound = re.search(r"at most ([\d.]+) ms of it \(\d+%\), predicted ([\d.]+) ms", first)
+    if bound and float(bound.group(2)) > float(bound.group(1)) + MS_TOLERANCE:
+        out.append(f"headline: predicted {bound.group(2)} ms beyond the at most {bound.group(1)} ms the fix touches")
     return out
 
 
@@ -107,7 +109,7 @@ def page_text(html: str) -> str:
 
 
 STEP_FIGURE = re.compile(r"of the (?P<a>\d[\d.]*) ms step|(?P<b>\d[\d.]*) ms/step|step (?:is|takes) (?P<c>\d[\d.]*) ms"
-                         r"|step (?P<d>\d[\d.]*) → (?P<to>\d[\d.]*) ms at best \((?P<pct>\d+)% of the step\)")
+                         r"|step (?P<d>\d[\d.]*) → (?P<to>\d[\d.]*) ms (?:at best )?\((?P<pct>\d+)% of the step[,)]")
 # A sentence naming one of these quotes another population or clock than the steady step's: its own group.
 OTHER_CLOCKS = (("traced", ("profiler on", "traced step", "tracing window")), ("baseline", ("baseline", "before the fix")),
                 ("host clock", ("host clock",)))

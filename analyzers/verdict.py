@@ -179,10 +179,11 @@ SUBJECT = {
 
 
 
-def headline(top: dict, step_s: float | None, left_out: dict | None = None) -> str:
+def headline(top: dict, step_s: float | None, left_out: dict | None = None, predicted: dict | None = None) -> str:
     """One sentence: the verdict, its share of the step, and what its first applicable fix can remove at most
-    (ms of that same step). Fixes the script already uses, or this run applied, are named as such instead."""
-    left_out = left_out or {}
+    (ms of that same step) and is predicted to (analyzers/whatif.py: its fixes best predicted first, at most
+    the time of what that fix touches). Fixes left out (in use, applied, not worth it) are named as such."""
+    left_out, predicted = left_out or {}, predicted or {}
     share, gain = top.get("share", 0.0), removable(top)
     step = f" of the {step_s * 1e3:.1f} ms step" if step_s else " of the step"
     subject = SUBJECT.get((top["kind"], clock_of(top)), f"{top['kind']} took")
@@ -192,13 +193,22 @@ def headline(top: dict, step_s: float | None, left_out: dict | None = None) -> s
     if top["kind"] == "io" and split:
         sentence += f" ({split.group(0)})"
     fixes = list(top.get("fixes") or [])
-    open_ = [x for x in fixes if x not in left_out]
+    open_ = by_prediction([x for x in fixes if x not in left_out], predicted)
+    p = predicted.get(open_[0]) if open_ else None
+    gain = p["touches_share"] if p else gain   # the most that fix can remove: the time of what it touches
     if open_ and gain > 0:
         ms = f"{gain * step_s * 1e3:.1f} ms of it ({_pct(gain)})" if step_s else f"{_pct(gain)} of it"
         sentence += f"; --fix {open_[0]} can remove at most {ms}"
+        if p and step_s:
+            sentence += f", predicted {p['gain_share'] * step_s * 1e3:.1f} ms ({_pct(p['gain_share'])})"
     elif fixes:
-        sentence += "; its fixes are in use already: " + "; ".join(f"{x} ({left_out[x]})" for x in fixes)
+        sentence += "; its fixes are left out: " + "; ".join(f"{x} ({left_out[x]})" for x in fixes)
     return sentence + "."
+
+
+def by_prediction(fixes: list, predicted: dict) -> list:
+    """Fixes best predicted gain first (stable: the analyzers' order among equals and unpredicted ones)."""
+    return sorted(fixes, key=lambda x: -((predicted.get(x) or {}).get("gain_share") or 0.0))
 
 
 def _choose(eligible: list[dict], ranked: list[dict], findings: list[dict]) -> tuple[str, str]:

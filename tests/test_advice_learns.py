@@ -32,7 +32,9 @@ def test_what_the_script_already_does_is_never_advised(tmp_path):
 
     assert plain.returncode == 0, plain.stderr
     s = load_summary(tmp_path / "plain")
-    assert not DONE & set(s["script_uses"]) and not DONE & set(s["advice_left_out"]), s["script_uses"]
+    assert not DONE & set(s["script_uses"]), s["script_uses"]
+    # left out, if at all, for what it is predicted to pay here (analyzers/whatif.py), never as already done
+    assert not [x for x in DONE if "already does it" in s["advice_left_out"].get(x, "")], s["advice_left_out"]
 
 
 def _summary(**extra):

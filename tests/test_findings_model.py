@@ -27,7 +27,7 @@ def test_action_fix_ids_checked():
     with pytest.raises(ValueError, match="unknown fix id"):
         Action(title="t", reason="r", gain_share=0.1, fix="turbo", kind="io")
     a = Action(title="t", reason="r", gain_share=0.1, fix=None, kind="communication")
-    assert list(a.as_dict()) == ["title", "reason", "gain_share", "fix", "kind", "other_fixes", "gain_s"]
+    assert list(a.as_dict()) == ["title", "reason", "gain_share", "fix", "kind", "other_fixes", "gain_s", "predicted"]
 
 
 def test_as_dict_keeps_the_contract_keys_and_values():

@@ -115,3 +115,45 @@ def test_the_comparison_shows_its_noise_and_the_baselines_age():
             "after": 0.05}, "baseline_age_s": 5400.0}
     lines = G.text_lines(gain)
     assert any("baseline 30%, fixed run 5%" in x and "recorded 90 min before" in x for x in lines), lines
+
+
+def test_a_speedup_against_a_baseline_under_other_conditions_says_unreliable_and_why_in_its_line():
+    from haiprof.analyzers import conditions, fix_gain as G
+
+    gain = {"speedup": 5.33, "step_time_before_s": 0.533, "step_time_after_s": 0.1,
+            "conditions": conditions.message(["torch threads 1 -> 2", "OMP_NUM_THREADS 1 -> unset"])}
+    line = next(x for x in G.text_lines(gain) if x.startswith("speedup"))
+    assert line.endswith("5.33x (533.0 -> 100.0 ms per step): unreliable, the baseline ran under other conditions "
+                         "(torch threads 1 -> 2; OMP_NUM_THREADS 1 -> unset)"), line
+    moved = G.untouched_moves({"dataloader": {"before_s": 1.036, "after_s": 0.433}}, ["compile"], 1.3)
+    line = next(x for x in G.text_lines({**gain, "conditions": None, "unreliable": G.unreliable_message(
+        moved, ["compile"])}) if x.startswith("speedup"))
+    assert "unreliable, a phase no applied fix touches moved (dataloader 1036.0 -> 433.0 ms/step)" in line, line
+    clean = next(x for x in G.text_lines({**gain, "conditions": None}) if x.startswith("speedup"))
+    assert "unreliable" not in clean
+
+
+def test_interleaved_pairs_wider_than_the_effect_say_no_measurable_change():
+    from haiprof.analyzers import fix_gain as G
+
+    # pair ratios 0.72-2.88x (median 0.85x): the spread is wider than the effect, not "15% slower"
+    wide = G.with_interleaved({"applied": ["compile"]}, G.interleaved([(1.0, 1 / 0.85), (1.0, 1 / 0.72),
+                                                                      (2.88, 1.0)]))
+    assert not wide["regression"] and wide["message"] is None
+    lines = G.text_lines(wide)
+    assert any("no measurable change" in x for x in lines) and not any("slower" in x for x in lines), lines
+    # tight pairs around 0.72x: a measured slow-down, said first
+    tight = G.with_interleaved({"applied": ["compile"]}, G.interleaved([(1.0, 1 / 0.71), (1.0, 1 / 0.72),
+                                                                       (1.0, 1 / 0.73)]))
+    assert tight["regression"] and "39% slower" in tight["message"]
+    assert any("0.72x median" in x for x in G.text_lines(tight))
+
+
+def test_a_fixed_run_says_what_was_predicted_beside_what_it_measured():
+    from haiprof.analyzers import fix_gain as G
+
+    p = {"step_s": 0.0302, "step_before_s": 0.0302, "step_after_pred_s": 0.0209, "low_share": 0.0,
+         "high_share": 0.58, "measured_step_after_s": 0.0386, "error_points": 58.6}
+    lines = G.text_lines({"predicted": p})
+    assert ("predicted before the fix: step 30.2 -> 20.9 ms (range 0-58% of the step); measured 38.6 ms: off by 59 "
+            "points of the baseline step") in lines, lines

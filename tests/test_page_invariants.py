@@ -56,6 +56,12 @@ def test_the_checker_passes_a_good_page_and_catches_each_violation():
     assert any("not the steady step" in v for v in check(other_step))
     wrong_ms = _with(headline=GOOD["headline"].replace("32.0 ms of it", "30.0 ms of it"))
     assert any("is not 80% of" in v for v in check(wrong_ms))
+    # the headline's prediction: its ms are its share of the step, and never more than what the fix touches
+    pred = _with(headline=GOOD["headline"].replace("(80%).", "(80%), predicted 20.0 ms (50%)."))
+    assert check(pred) == []
+    assert any("20.0 ms is not 60% of" in v for v in check(_with(headline=pred["headline"].replace("(50%)", "(60%)"))))
+    beyond = _with(headline=GOOD["headline"].replace("(80%).", "(80%), predicted 36.0 ms (90%)."))
+    assert any("beyond the at most 32.0 ms" in v for v in check(beyond))
     over = _with(findings=[{**GOOD["findings"][0]}, {**GOOD["findings"][1], "share": 0.74}])
     assert any("add up to 154%" in v for v in check(over))
     other_action = _with(next_steps=[{"fix": "amp", "title": "t", "reason": "r"}])
@@ -78,5 +84,9 @@ def test_the_checker_holds_every_step_time_to_its_clock():
     assert any("step time 3.98 ms where the page's steady step is 40.0 ms" in v for v in check(GOOD, {}, host_median))
     wrong_gain = page.replace("→ 8.0 ms", "→ 12.0 ms")
     assert any("removing 80% of 40.0 ms leaves 8.0 ms" in v for v in check(GOOD, {}, wrong_gain))
+    predicted = page + "<p>predicted: step 40.0 → 20.0 ms (50% of the step, range 30-60%), assuming x</p>"
+    assert check(GOOD, {}, predicted) == []
+    wrong_pred = predicted.replace("→ 20.0 ms (50%", "→ 28.0 ms (50%")
+    assert any("removing 50% of 40.0 ms leaves 20.0 ms" in v for v in check(GOOD, {}, wrong_pred))
     two_host = page + "<p>On the host clock the step is 31.0 ms. The host clock's step is 35.0 ms.</p>"
     assert any("host clock step is 31.0 ms" in v for v in check(GOOD, {}, two_host))

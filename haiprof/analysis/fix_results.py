@@ -9,7 +9,7 @@ import json
 
 from haiprof.analyzers import fix_gain
 from haiprof.analyzers import thresholds as T
-from haiprof.analyzers import conditions
+from haiprof.analyzers import conditions, whatif
 from haiprof.analyzers.findings import Finding
 from haiprof.analyzers.compare import compare_summaries, step_distribution, step_time, text_lines
 from haiprof.analyzers.loss_guard import compare_losses
@@ -152,6 +152,7 @@ def add_fix_results(run_dir: RunDir, meta: dict, summary: dict, steps=None) -> N
     noisy = [name for name, x in (("this run", summary), ("the baseline", base_summary)) if x.get("noisy")]
     if noisy:   # measured beside a busy neighbour: the ratio carries its noise
         gain["noisy"] = f"{' and '.join(noisy)} measured on a busy machine"
+    gain["predicted"] = predicted_vs_measured(base_summary, gain)
     summary["fixes"]["gain"] = gain
     cmp["step_distribution"] = step_distribution(before_s, after_s)
     if gain["regression"]:
@@ -166,6 +167,19 @@ def add_fix_results(run_dir: RunDir, meta: dict, summary: dict, steps=None) -> N
             kind="fix-guard", severity="high", share=0.0,
             message=f"the fixed run's loss diverges from the baseline's: {guard['message']}",
             evidence=guard, fixes=[]).as_dict())
+
+
+def predicted_vs_measured(base_summary: dict, gain: dict) -> dict | None:
+    """What the baseline's what-if (analyzers/whatif.py) predicted for the applied fixes, beside what they
+    measured: the error in points of the baseline's step."""
+    applied = gain.get("applied") or []
+    comb = whatif.combined(whatif.predict_all(base_summary, applied), applied)
+    before, after = gain.get("step_time_before_s"), gain.get("step_time_after_s")
+    if not comb or not before or not after:
+        return None
+    pred = before * (1 - comb["gain_share"])
+    return {**comb, "step_before_s": before, "step_after_pred_s": pred, "measured_step_after_s": after,
+            "error_points": round(100 * abs(pred - after) / before, 1)}
 
 
 def _pass_pairs(runs: list) -> list[tuple]:

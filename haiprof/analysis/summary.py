@@ -11,6 +11,7 @@ import numpy as np
 from haiprof.analyzers import steps as step_analysis
 from haiprof.analyzers import thresholds as T
 from haiprof.analyzers import conditions, h2d, utilization, verdict
+from haiprof.analyzers import whatif
 from haiprof.analyzers.findings import Finding, checked, edited
 
 from ..rundir import SCHEMA_VERSION, TRACE_FILE, RunDir
@@ -176,10 +177,12 @@ def analyze(run_dir: RunDir, extra_findings: list | None = None, run: Run | None
     from .fix_results import add_fix_results
     add_fix_results(run_dir, meta, summary, all_steps)
     # --- end fixes ---
-    left_out = summary["advice_left_out"] = gpu_analysis.advice_left_out(summary)   # already done or measured
+    summary["predictions"] = whatif.predict_all(summary)   # each fix's what-if on this run, where a gain is quoted
+    left_out = summary["advice_left_out"] = gpu_analysis.advice_left_out(summary)   # done, measured, not worth it
     top = next((f for f in summary["findings"] if f["kind"] == bottleneck), None)
     summary["headline"] = (no_verdict if top is None else
-                           verdict.headline(top, stats.get("steady") or stats.get("median"), left_out)) + suffix
+                           verdict.headline(top, stats.get("steady") or stats.get("median"), left_out,
+                                            summary["predictions"])) + suffix
     _drop_left_out_fixes(summary["findings"], left_out)
     summary["findings"] = checked(summary["findings"])   # the contract, after the last in-place edit
     summary["next_steps"] = gpu_analysis.next_steps(summary)   # "do this next", ranked

@@ -21,10 +21,11 @@ def fix_command(meta: dict, fix: str) -> str:
 def _gain(a: dict, step_s: float | None = None) -> str:
     if not a.get("gain_share"):
         return ""
+    pred = (a.get("predicted") or {}).get("text")   # analyzers/whatif.py: the same phrase the console prints
     if a.get("gain_s") and step_s:   # each action alone: gains of several never add up past the step
         return (f"expected, this action alone: step {step_s * 1e3:.1f} → {(step_s - a['gain_s']) * 1e3:.1f} ms at "
-                f"best ({100 * a['gain_share']:.0f}% of the step)")
-    return f"expected, this action alone: up to {100 * a['gain_share']:.0f}% of the step"
+                f"best ({100 * a['gain_share']:.0f}% of the step)" + (f"; {pred}" if pred else ""))
+    return f"expected, this action alone: up to {100 * a['gain_share']:.0f}% of the step" + (f"; {pred}" if pred else "")
 
 
 def section_next(d, figs) -> str:

@@ -16,7 +16,21 @@ def setup_conditions(meta: dict) -> dict:
     affinity = sorted(os.sched_getaffinity(0)) if hasattr(os, "sched_getaffinity") else None
     return {"host": meta.get("host"), "cpu_model": meta.get("cpu_model"), "cpu_count": meta.get("cpu_count"),
             "cpu_affinity": affinity, "torch_threads": torch.get_num_threads(), "torch": torch.__version__,
-            "gpus": meta.get("gpus"), "env": env_subset(os.environ)}
+            "gpus": meta.get("gpus"), "env": env_subset(os.environ), "cpu_bf16": cpu_bf16()}
+
+
+def cpu_bf16() -> bool | None:
+    """Whether this CPU has native bf16 matrix math (AMX or AVX512-BF16 in /proc/cpuinfo): bf16 autocast on a
+    CPU without it emulates bf16 and is no faster (analyzers/whatif.py). None where the kernel does not say."""
+    try:
+        with open("/proc/cpuinfo", encoding="ascii", errors="replace") as f:
+            for line in f:
+                if line.startswith("flags"):
+                    flags = set(line.split(":", 1)[1].split())
+                    return bool(flags & {"amx_bf16", "avx512_bf16"})
+    except OSError:
+        pass
+    return None
 
 
 class CpuWait:

@@ -132,8 +132,10 @@ def recommended(summary: dict) -> dict:
     kind = summary.get("bottleneck")
     out: dict = {}
     for f in summary.get("findings") or []:
-        if f.get("kind") == kind:
-            for fix in f.get("fixes") or []:
+        if f.get("kind") == kind:   # and those its prediction left out (fix_choice says why)
+            gone = [x for x, why in ((f.get("evidence") or {}).get("fixes_left_out") or {}).items()
+                    if str(why).startswith("not worth it here")]
+            for fix in (f.get("fixes") or []) + gone:
                 if fix in FIX_IDS:
                     out[fix] = None
     return {k: None for k in FIX_IDS if k in out}

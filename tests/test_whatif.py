@@ -1,0 +1,180 @@
+"""analyzers/whatif.py: each fix's predicted gain is a point inside its range, and never more than the time of what
+that fix touches, on any timeline (property tests over synthetic device and host timelines); the cases the issue
+names (a CPU without bf16, a script already in reduced precision, a CPU-bound worker pool, the wait for a slower
+rank, a fix that pays less than its compile time); and the recorded H100 launch run's fused-optim prediction
+within its optimizer's share."""
+import json
+
+import pytest
+from hypothesis import given, settings
+from hypothesis import strategies as st
+
+from conftest import GPU_RUNS
+from haiprof.analyzers import fix_choice, whatif
+
+FIXES = list(whatif.PREDICTORS)
+share = st.floats(0.0, 1.0)
+
+
+@st.composite
+def device_summaries(draw):
+    """A device timeline: spans per phase (a partition of at most the step), kernels inside them, idle by host."""
+    cuts = sorted(draw(st.lists(share, min_size=5, max_size=5)))
+    fwd, bwd, opt, h2d, dl = (b - a for a, b in zip([0.0] + cuts[:-1], cuts))
+    density = draw(share)
+    busy = {"forward": fwd, "backward": bwd, "optimizer": opt, "h2d": h2d, "dataloader": 0.0, "allreduce": 0.0}
+    spans = fwd + bwd + opt + h2d
+    unfilled = spans * (1 - density) * draw(share)
+    top = [{"name": draw(st.sampled_from(["sgemm_f32", "vectorized_elementwise_kernel", "reduce_kernel"])),
+            "launched_by": draw(st.sampled_from(["aten::mm", "aten::addmm", "aten::add_", "aten::_foreach_add_"])),
+            "tensor_cores": draw(st.booleans()), "share": s} for s in draw(st.lists(st.floats(0, 0.3), max_size=4))]
+    steps = draw(st.integers(1, 5))
+    return {
+        "step_time_s": {"steady": draw(st.floats(1e-3, 1.0)), "median": 0.05, "p10": 0.049, "p90": 0.051},
+        "steps": draw(st.integers(3, 10000)), "steps_analyzed": 50,
+        "device": {"timeline": "device", "busy": busy, "busy_share": spans * density,
+                   "bound": {"io": dl + h2d, "compute": spans * density, "launch": unfilled, "communication": 0.0},
+                   "idle_by_host": {"dataloader": dl, "forward": 0.0, "backward": 0.0, "optimizer": 0.0, "h2d": 0.0},
+                   "launch_parts": {"unfilled_spans": unfilled}},
+        "gpu": {"steps": steps, "top_kernels": top,
+                "copies": [{"kind": "HtoD pageable", "bytes": draw(st.integers(0, 10 ** 9)),
+                            "gb_per_s": draw(st.floats(0.5, 50)), "total_us": draw(st.floats(0, 1e5))}]},
+        "findings": [{"kind": "io", "share": dl + h2d, "fixes": ["prefetch"], "evidence": {"input_split": {
+            "cores": draw(st.integers(1, 64)), "workers": {"workers": draw(st.sampled_from([0, 0, 4]))},
+            "loader_cpu_share": draw(share),
+            "loader_thread": {"waits": draw(st.integers(1, 100)), "wall_s": draw(st.floats(0.01, 10)),
+                              "cpu_s": draw(st.floats(0, 10))}}}},
+                     {"kind": "communication", "share": 0.0, "fixes": ["compress", "bucket"], "evidence": {}}],
+        "phase_share": {"forward": fwd, "backward": bwd, "optimizer": opt, "h2d": h2d, "dataloader": dl},
+        "script_uses": {}, "conditions": {"cores": 8},
+    }
+
+
+@st.composite
+def host_summaries(draw):
+    cuts = sorted(draw(st.lists(share, min_size=5, max_size=5)))
+    fwd, bwd, opt, dl, ar = (b - a for a, b in zip([0.0] + cuts[:-1], cuts))
+    transfer = draw(st.floats(0, 1)) * ar
+    return {
+        "step_time_s": {"steady": draw(st.floats(1e-3, 1.0))}, "steps": draw(st.integers(3, 10000)),
+        "device": None, "phase_share": {"forward": fwd, "backward": bwd, "optimizer": opt, "dataloader": dl,
+                                        "allreduce": ar},
+        "launch": {"cpu": {"framework_share": draw(share), "tiny_share": draw(share),
+                           "top_ops": [{"name": "aten::mm", "share": draw(share)}]}},
+        "findings": [{"kind": "io", "share": dl, "fixes": ["prefetch"], "evidence": {}},
+                     {"kind": "communication", "share": ar, "fixes": ["compress", "bucket"],
+                      "evidence": {"transfer_share": transfer}}],
+        "script_uses": {}, "conditions": {"cpu_bf16": draw(st.sampled_from([True, False, None]))},
+    }
+
+
+def _touched(fix: str, s: dict) -> float:
+    """The time each fix can act on, read from the timeline independently of whatif's own bookkeeping."""
+    dev, ps = s.get("device"), s["phase_share"]
+    if fix == "prefetch":
+        return dev["bound"]["io"] if dev else s["findings"][0]["share"]
+    if fix == "fused-optim":
+        return dev["busy"]["optimizer"] + dev["idle_by_host"]["optimizer"] if dev else ps["optimizer"]
+    if fix in ("cuda-graphs", "compile"):
+        return dev["busy"]["forward"] + dev["busy"]["backward"] if dev else ps["forward"] + ps["backward"]
+    if fix == "amp":
+        return dev["busy_share"] if dev else ps["forward"] + ps["backward"]
+    return s["findings"][1]["evidence"].get("transfer_share", s["findings"][1]["share"])  # compress, bucket
+
+
+def _check(s: dict):
+    for fix in FIXES:
+        p = whatif.predict(fix, s)
+        assert 0.0 <= p["low_share"] <= p["gain_share"] <= p["high_share"] <= p["touches_share"] + 1e-9, (fix, p)
+        assert p["high_share"] <= _touched(fix, s) + 1e-9, (fix, p, _touched(fix, s))
+        assert p["text"].startswith("predicted:") and p["assumed"]
+        if not p["worth"]:
+            assert p["why_not"]
+
+
+@settings(max_examples=300, deadline=None)
+@given(device_summaries())
+def test_device_prediction_never_exceeds_what_the_fix_touches(s):
+    _check(s)
+
+
+@settings(max_examples=300, deadline=None)
+@given(host_summaries())
+def test_host_prediction_never_exceeds_what_the_fix_touches(s):
+    _check(s)
+
+
+CPU = {"step_time_s": {"steady": 0.1}, "steps": 100, "device": None, "script_uses": {},
+       "phase_share": {"forward": 0.4, "backward": 0.4, "optimizer": 0.1, "dataloader": 0.1},
+       "launch": {"cpu": {"framework_share": 0.2, "tiny_share": 0.1, "top_ops": [{"name": "aten::mm", "share": 0.8}]}},
+       "findings": [], "conditions": {"cpu_bf16": False}}
+
+
+def test_amp_gains_nothing_on_a_cpu_without_bf16_or_a_script_already_in_reduced_precision():
+    p = whatif.predict("amp", CPU)
+    assert p["gain_share"] == 0 and not p["worth"] and "no native bf16" in p["why_not"]
+    with_bf16 = whatif.predict("amp", {**CPU, "conditions": {"cpu_bf16": True}})
+    assert 0 < with_bf16["gain_share"] <= 0.8 and with_bf16["worth"]
+    already = whatif.predict("amp", {**CPU, "conditions": {"cpu_bf16": True}, "script_uses": {"amp": "autocast"}})
+    assert already["gain_share"] == 0 and "already runs in reduced precision" in already["why_not"]
+    # --fix auto leaves it out with that reason, where it used to expect 1.41x
+    chosen, excluded = fix_choice.rank(CPU, ["amp"])
+    assert chosen == [] and "no native bf16" in excluded[0]["reason"]
+
+
+def _io_run(workers: int, cpu_share: float, wall_s: float = 0.8) -> dict:
+    return {"step_time_s": {"steady": 0.1}, "steps": 100, "script_uses": {}, "conditions": {},
+            "device": {"timeline": "device", "bound": {"io": 0.8}, "busy": {"h2d": 0.05, "forward": 0.1},
+                       "idle_by_host": {"dataloader": 0.75}, "busy_share": 0.15},
+            "findings": [{"kind": "io", "share": 0.8, "fixes": ["prefetch"], "evidence": {"input_split": {
+                "cores": 8, "workers": {"workers": workers}, "loader_cpu_share": cpu_share,
+                "loader_thread": {"waits": 10, "wall_s": wall_s, "cpu_s": wall_s * cpu_share}}}}],
+            "phase_share": {"dataloader": 0.75, "h2d": 0.05, "forward": 0.2}}
+
+
+def test_a_device_prefetcher_does_not_help_a_cpu_bound_worker_pool():
+    pool = whatif.predict("prefetch", _io_run(workers=4, cpu_share=0.95))
+    assert pool["gain_share"] <= 0.05 + 1e-9 and "CPU-bound" in pool["assumed"]
+    # loading on the training thread: workers take all of the wait (the step keeps its 20 ms of compute) while
+    # 8 cores produce 80 ms fetches faster (10 ms a batch); 240 ms fetches, 30 ms a batch, are the step's floor
+    assert whatif.predict("prefetch", _io_run(workers=0, cpu_share=0.95))["gain_share"] == pytest.approx(0.8)
+    slow = whatif.predict("prefetch", _io_run(workers=0, cpu_share=0.95, wall_s=2.4))
+    assert slow["gain_share"] == pytest.approx(0.7) and "8 workers produce a batch every 30.0 ms" in slow["assumed"]
+
+
+def test_compress_acts_on_the_transfer_not_the_wait_for_a_slower_rank():
+    s = {**CPU, "findings": [{"kind": "communication", "share": 0.5, "fixes": ["compress"],
+                              "evidence": {"transfer_share": 0.1}}]}
+    p = whatif.predict("compress", s)
+    assert p["touches_share"] == pytest.approx(0.1) and p["high_share"] <= 0.1 and "slower rank (40%)" in p["assumed"]
+
+
+def test_a_fix_that_pays_less_than_its_compile_time_is_not_proposed():
+    dev = {"timeline": "device", "busy": {"forward": 0.2, "backward": 0.2, "optimizer": 0.1}, "busy_share": 0.1,
+           "launch_parts": {"unfilled_spans": 0.4}, "idle_by_host": {}, "bound": {"launch": 0.4}}
+    short = {**CPU, "device": dev, "steps": 50, "step_time_s": {"steady": 0.01}}
+    p = whatif.predict("cuda-graphs", short)
+    assert not p["worth"] and "less than its compile time" in p["why_not"]
+    assert whatif.predict("cuda-graphs", {**short, "steps": 100000})["worth"]
+
+
+def test_combined_fixes_on_the_same_part_do_not_add_up():
+    a = {"fix": "cuda-graphs", "gain_share": 0.3, "low_share": 0.2, "high_share": 0.4, "step_s": 0.1, "assumed": "x"}
+    b = {**a, "fix": "compile", "gain_share": 0.05, "low_share": 0.0, "high_share": 0.1}
+    c = {**a, "fix": "prefetch", "gain_share": 0.2, "low_share": 0.1, "high_share": 0.3}
+    got = whatif.combined({"cuda-graphs": a, "compile": b, "prefetch": c}, ["cuda-graphs", "compile", "prefetch"])
+    assert got["gain_share"] == pytest.approx(0.55)   # gaps (0.3) + fusion (0.05) + input (0.2)
+    assert whatif.combined({"cuda-graphs": a}, ["amp"]) is None
+
+
+@pytest.mark.skipif(not (GPU_RUNS / "h100-2026-11-22" / "launch_base").is_dir(), reason="no recorded GPU runs")
+def test_recorded_launch_run_fused_optim_stays_within_its_optimizer(gpu_reports):
+    (d, r), = gpu_reports(["launch_base"]).values()
+    assert r.returncode == 0, r.stderr
+    s = json.loads((d / "summary.json").read_text())
+    p = s["predictions"]["fused-optim"]
+    opt = s["device"]["busy"]["optimizer"] + s["device"]["idle_by_host"]["optimizer"]
+    assert p["high_share"] <= opt + 1e-9 and p["gain_share"] < 0.6   # was "92% of the step" from the class share
+    first = s["next_steps"][0]
+    assert first["predicted"] == p and first["gain_share"] <= opt + 1e-9
+    assert f"predicted {p['gain_share'] * s['step_time_s']['steady'] * 1e3:.1f} ms" in s["headline"]
