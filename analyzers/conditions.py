@@ -11,7 +11,7 @@ from __future__ import annotations
 
 import statistics
 
-from .utilization import run_cores
+from .utilization import load_samples, other_cores
 
 # (key in `conditions`, how a person calls it)
 SETUP = (("host", "host"), ("cpu_model", "CPU"), ("cpu_count", "CPU count"), ("cpu_affinity", "CPU affinity"),
@@ -34,15 +34,10 @@ def env_subset(environ: dict) -> dict:
 
 
 def other_load(samples: list[dict]) -> dict | None:
-    """Cores other processes took during a run, from the system sampler's samples: per sample, the host's busy
-    cores less the run's process tree; the median over the run (one burst does not make a busy run) and p90.
-    None with fewer than 2 usable samples."""
-    xs = []
-    for s in samples[1:]:   # the first sample has no interval behind it
-        cores = s.get("cpu_cores_pct") if isinstance(s, dict) else None
-        if not cores:
-            continue
-        xs.append(max(0.0, sum(cores) / 100.0 - run_cores(s)))
+    """Cores other processes took during a run (utilization.other_cores per system sample): the median over the
+    run as `other_cores` (one burst does not make a busy run; the busy-neighbour finding's other_cores_mean is
+    the same samples' mean) and p90. None with fewer than 2 usable samples."""
+    xs = [max(0.0, other_cores(s)) for s in load_samples(samples)]
     if len(xs) < 2:
         return None
     xs.sort()

@@ -80,24 +80,38 @@ def run_cores(sample: dict) -> float:
             + (sample.get("cpu_compile_pct") or 0.0)) / 100.0
 
 
+def load_samples(samples: list[dict]) -> list[dict]:
+    """The system samples that measured the host's CPUs over an interval: with per-core CPU, the first left out
+    (no interval behind it)."""
+    return [s for s in samples if isinstance(s, dict) and "t_ns" in s and s.get("cpu_cores_pct")][1:]
+
+
+def other_cores(sample: dict) -> float:
+    """Cores processes other than the run's took in a system sample (one of load_samples): the host's busy cores
+    less the run's own (run_cores). The one definition of other processes' load: the busy-neighbour finding
+    averages it over the run (other_cores_mean), a fix comparison's conditions take its median
+    (conditions.other_load). Slightly negative where the two readings' jitter crosses: clipped by the caller."""
+    return sum(sample["cpu_cores_pct"]) / 100.0 - run_cores(sample)
+
+
 def neighbour_finding(samples: list[dict], saturated: float, others_min: float) -> dict | None:
     """A busy neighbour: the host's CPUs were at least `saturated` busy (mean over cores) while processes other
-    than this run's took at least `others_min` of the machine (in cores: host busy x cores less the run's process
-    tree). Step times and speedups measured then are noisy: the run waited for CPUs it did not get."""
-    samples = [s for s in samples if isinstance(s, dict) and "t_ns" in s and s.get("cpu_cores_pct")][1:]
+    than this run's took at least `others_min` of the machine on average (other_cores). Step times and speedups
+    measured then are noisy: the run waited for CPUs it did not get."""
+    samples = load_samples(samples)
     if len(samples) < 3:
         return None
     n_cores = len(samples[-1]["cpu_cores_pct"])
     host = _mean([sum(s["cpu_cores_pct"]) / len(s["cpu_cores_pct"]) for s in samples]) / 100.0
     ours = _mean([run_cores(s) for s in samples])
-    others = max(0.0, host * n_cores - ours)
+    others = max(0.0, _mean([other_cores(s) for s in samples]))
     if host < saturated or others < others_min * n_cores:
         return None
     return Finding(kind="busy-neighbour", severity="moderate", share=0.0,
                    message=f"a busy machine: its {n_cores} CPU cores were {100 * host:.0f}% busy while this run's "
                            f"processes used {ours:.2f} core(s); other processes took {others:.2f} core(s). Step times, "
                            f"the verdict and any speedup measured now are noisy: measure again on a quiet machine",
-                   evidence={"host_cpu_busy": host, "run_cores": ours, "other_cores": others, "cores": n_cores,
+                   evidence={"host_cpu_busy": host, "run_cores": ours, "other_cores_mean": others, "cores": n_cores,
                              "samples": len(samples), "thresholds": {"saturated": saturated, "others": others_min}},
                    fixes=[]).as_dict()
 

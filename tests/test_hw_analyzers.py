@@ -148,7 +148,7 @@ def test_busy_neighbour_only_when_others_take_the_cpus():
     from haiprof.analyzers.utilization import neighbour_finding
 
     f = neighbour_finding(_cpu_samples(100.0, 50.0), T.HOST_SATURATED, T.NEIGHBOUR_CORES)
-    assert f and f["kind"] == "busy-neighbour" and abs(f["evidence"]["other_cores"] - 1.5) < 1e-9
+    assert f and f["kind"] == "busy-neighbour" and abs(f["evidence"]["other_cores_mean"] - 1.5) < 1e-9
     assert neighbour_finding(_cpu_samples(100.0, 200.0), T.HOST_SATURATED, T.NEIGHBOUR_CORES) is None  # it is us
     assert neighbour_finding(_cpu_samples(40.0, 10.0), T.HOST_SATURATED, T.NEIGHBOUR_CORES) is None    # not saturated
     assert neighbour_finding(_cpu_samples(100.0, 50.0, n=2), T.HOST_SATURATED, T.NEIGHBOUR_CORES) is None  # too few
@@ -166,3 +166,20 @@ def test_compile_workers_are_the_runs_own_cores_for_both_load_figures():
     assert neighbour_finding(compiling, T.HOST_SATURATED, T.NEIGHBOUR_CORES) is None
     assert other_load(compiling)["other_cores"] == 0.0
     assert other_load(_cpu_samples(100.0, 50.0))["other_cores"] == 1.5   # without the pool: the same 1.5 as above
+
+
+def test_other_processes_load_one_definition_two_statistics_two_names():
+    """Other processes' cores per sample are defined once (utilization.other_cores); the busy-neighbour finding
+    reports their mean as other_cores_mean, a fix comparison's conditions their median as other_cores: a burst
+    moves the mean, not the median, and the two figures no longer share a name."""
+    from haiprof.analyzers import thresholds as T
+    from haiprof.analyzers.conditions import other_load
+    from haiprof.analyzers.utilization import load_samples, neighbour_finding, other_cores
+
+    samples = _cpu_samples(100.0, 50.0, n=6)
+    samples[3] = {**samples[3], "cpu_main_pct": 0.0}   # one sample where the run was idle: others took 2 cores
+    per = [other_cores(s) for s in load_samples(samples)]
+    assert per == [1.5, 1.5, 2.0, 1.5, 1.5]
+    f = neighbour_finding(samples, T.HOST_SATURATED, T.NEIGHBOUR_CORES)
+    assert f["evidence"]["other_cores_mean"] == pytest.approx(sum(per) / len(per)) and "other_cores" not in f["evidence"]
+    assert other_load(samples)["other_cores"] == 1.5   # the median: the burst is not the run's load

@@ -116,7 +116,7 @@ def analyze(run_dir: RunDir, extra_findings: list | None = None, run: Run | None
     bottleneck, no_verdict = decide(findings, measured)   # its sentence is the headline only without a verdict
     suffix = ""
     if neighbour and measured >= T.MIN_STEPS:
-        suffix += (f" Measured on a busy machine (other processes took {neighbour['evidence']['other_cores']:.1f} "
+        suffix += (f" Measured on a busy machine (other processes took {neighbour['evidence']['other_cores_mean']:.1f} "
                    f"of {neighbour['evidence']['cores']} cores): noisy.")
     if device is None and _cuda_host_cpu_model(meta, op_trace) and measured >= T.MIN_STEPS:
         suffix += (" The model ran on the CPU: this machine has a GPU "
