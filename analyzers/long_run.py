@@ -37,6 +37,8 @@ STALL_FACTOR = 2.0
 STALL_MIN_NS = 1_000_000      # and at least 1 ms longer than the median step: sub-ms jitter is no stall
 MIN_STALLS = 4                # a period needs four stalls (three intervals): two intervals agree by chance
 PERIOD_AGREE = 0.6            # that share of the intervals between stalls must be the same (+-1 step or +-10%)
+GRID_FILLED = 1.0             # a period among one-off slow steps: every place of its grid taken, first to last,
+GRID_MIN = 5                  # by this many stalls at least (random slow steps pair up, they fill no grid)
 PERIOD_TOL = 0.10             # how far an interval may be off the period and still agree with it
 CREEP_MIN_FRACTION = 0.10
 CREEP_MIN_BYTES = 64 << 20
@@ -123,6 +125,32 @@ def _period(values: np.ndarray, tolerance, report: np.ndarray | None = None) -> 
     return (best, agree) if best is not None and agree >= PERIOD_AGREE else None
 
 
+def _grid_period(at: np.ndarray) -> tuple[float, float, np.ndarray] | None:
+    """A step period that one-off slow steps break up: (period, agreeing share, per occurrence whether it is on
+    the period). An occurrence agrees when another lies one period before or after it (+-_step_tolerance), so a
+    one-off between two occurrences (intervals 14 and 6 of a period of 20) leaves the others on the grid."""
+    if len(at) < MIN_STALLS:
+        return None
+    diffs = (at[None, :] - at[:, None])
+    best = None
+    for c in np.unique(diffs[(diffs >= 2)]):
+        tol = _step_tolerance(float(c))
+        on = (np.abs(np.abs(diffs) - c) <= tol).any(axis=1)
+        share = float(np.mean(on))
+        if on.sum() < GRID_MIN or share < PERIOD_AGREE:
+            continue
+        # one grid, mostly filled: every occurrence on it a whole number of periods from the first, and most of
+        # the grid's places between the first and the last taken (random slow steps pair up, they fill no grid)
+        grid_at = at[on]
+        place = np.round((grid_at - grid_at[0]) / c)
+        if np.any(np.abs(grid_at - grid_at[0] - place * c) > tol) or \
+                len(np.unique(place)) < GRID_FILLED * (place[-1] + 1):
+            continue
+        if best is None or share > best[1]:
+            best = (float(np.median(np.diff(at[on]))) if on.sum() > 1 else float(c), share, on)
+    return best
+
+
 def _step_tolerance(period: float) -> float:
     """A stall one step early or late agrees with a period of 10 steps or more (within PERIOD_TOL); below, the
     period must be exact: a step's slack would make 2 agree with 1 and 3, so any dense slow steps."""
@@ -164,6 +192,18 @@ def periodic_stalls(durations_ns: np.ndarray, starts_ns: np.ndarray, phases_ns: 
         by_time = _period(between, lambda c: PERIOD_TOL * c, np.diff(starts[first_i]))
         if by_steps is not None or by_time is not None:
             break
+    if by_steps is None and by_time is None:
+        # one-off slow steps between the occurrences (intervals 14 and 6 of a period of 20): the period of the
+        # larger stalls that lie a period apart, and only those stalls (never among all of a busy machine's)
+        for level in (0.5, 0.25, 0.1):
+            idx = all_idx[excess_all >= level * excess_all.max()]
+            occurrence = np.cumsum(np.r_[True, np.diff(step[idx]) > 1]) - 1
+            first_i = idx[np.flatnonzero(np.r_[True, np.diff(step[idx]) > 1])]
+            grid = _grid_period(step[first_i].astype(np.int64))
+            if grid is not None:
+                idx, first_i = idx[grid[2][occurrence]], first_i[grid[2]]
+                by_steps = (float(np.round(grid[0])), grid[1])
+                break
     if by_steps is None and by_time is None:
         return None
     excess = d[idx] - median

@@ -3,7 +3,8 @@
 A periodic stall's share is its extra time over the median step, of all the steady steps' time: the same total
 the phase shares divide, so the two compare. All of it is removable (the stall's work can leave the training
 thread or run less often), while a bound class's fix removes `verdict.removable` of its share. When the stall's
-share is larger, the headline and the first action are the stall's.
+share is larger (or the verdict's fixes are all left out: in use, applied, or not worth it here), the headline and
+the first action are the stall's.
 
 The bound class stays one of io/compute/launch/communication/none, chosen by what the stall spent its time on:
   * from the flight recorder's trace of a stall (analyzers/stall_trace.py): file I/O or waiting (sleep, a lock,
@@ -17,6 +18,7 @@ from __future__ import annotations
 from .findings import Action
 from .verdict import removable
 
+CLEAR = 3.0   # a stall this many median steps long, or longer, may take the verdict (the flight recorder's K)
 LABEL = {"io": "I/O-bound", "compute": "Compute-bound", "communication": "Communication-bound", "none": "Stalls"}
 FROM_TRACE = {"io": "io", "wait": "io", "ops": "compute", "sync": "compute", "gc": "none", "python": "none"}
 FROM_PHASE = {"dataloader": "io", "allreduce": "communication", "forward": "compute", "backward": "compute",
@@ -35,6 +37,13 @@ def _pct(x: float) -> str:
     return f"{100 * x:.0f}%"
 
 
+def _clear(ev: dict) -> bool:
+    """Stalls CLEAR x the median step or longer: a busy machine's slow steps (2-3x) can line up by chance into a
+    period (the whole-run analysis reports it); only a stall that stands out like a checkpoint takes the verdict."""
+    step, stall = ev.get("median_step_s"), ev.get("median_stall_s")
+    return bool(step and stall and stall >= CLEAR * step)
+
+
 def bound_of(stall: dict) -> tuple[str, str | None]:
     """(bound class, what the trace says it was or None) for a periodic-stall finding."""
     ev = stall.get("evidence") or {}
@@ -50,16 +59,18 @@ def bound_of(stall: dict) -> tuple[str, str | None]:
     return FROM_PHASE.get(max(per_phase, key=per_phase.get), "none"), None
 
 
-def weigh(findings: list[dict], bottleneck: str, step_s: float | None) -> dict | None:
+def weigh(findings: list[dict], bottleneck: str, step_s: float | None, left_out: dict | None = None) -> dict | None:
     """{"bottleneck", "headline", "action"} when a periodic stall outweighs the verdict's removable time; else
-    None. `step_s`: the steady step the headline names."""
+    None. `step_s`: the steady step the headline names; `left_out`: fixes not to offer (in use, applied, not worth
+    it here): a verdict whose fixes are all left out has nothing a fix removes."""
     stalls = [f for f in findings if f.get("kind") == "periodic-stall" and f.get("severity") in ("moderate", "high")
-              and not (f.get("evidence") or {}).get("profiler_own")]
+              and not (f.get("evidence") or {}).get("profiler_own") and _clear(f.get("evidence") or {})]
     if not stalls:
         return None
     stall = max(stalls, key=lambda f: f.get("share", 0.0))
     top = next((f for f in findings if f.get("kind") == bottleneck), None)
-    beaten = removable(top) if top is not None else 0.0
+    open_fixes = [x for x in (top or {}).get("fixes") or [] if x not in (left_out or {})]
+    beaten = removable(top) if top is not None and open_fixes else 0.0
     share = float(stall.get("share", 0.0))
     if share <= beaten:
         return None
@@ -74,7 +85,7 @@ def weigh(findings: list[dict], bottleneck: str, step_s: float | None) -> dict |
         seen = f" ({what or 'its work'}{culprit}, traced at step {ev['trace_step']}: {ev['trace']})"
     gain = f"{share * step_s * 1e3:.1f} ms of it ({_pct(share)})" if step_s else f"{_pct(share)} of it"
     beat = (f"; more than the {_pct(beaten)} {top['kind']} fixes can remove" if top is not None and beaten > 0
-            else "")
+            else f"; the {top['kind']} fixes are left out here" if top is not None and top.get("fixes") else "")
     headline = (f"{LABEL.get(bound, 'Stalls')} ({stall['severity']}): a stall {every} took {_pct(share)}{step}"
                 f"{seen}; taking it off the training thread can remove at most {gain}{beat}.")
     action = Action(title=TITLE.get(bound, TITLE["none"]), reason=stall["message"], gain_share=share, fix=None,

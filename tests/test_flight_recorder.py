@@ -162,7 +162,8 @@ def test_explain_without_steps_is_none():
 
 # -- the verdict weighs the stall --------------------------------------------------------------------------------
 def _stall(share, trace_ms=None, phase="other", own=None):
-    ev = {"period_steps": 20, "period_s": None, "excess_by_phase_s": {phase: 0.1}, "profiler_own": own}
+    ev = {"period_steps": 20, "period_s": None, "excess_by_phase_s": {phase: 0.1}, "profiler_own": own,
+          "median_step_s": 0.01, "median_stall_s": 0.1}
     if trace_ms:
         ev.update(trace_ms=trace_ms, trace="trace-step78.json.gz", trace_step=80,
                   trace_culprit="train.py(20): save_checkpoint")
@@ -199,3 +200,100 @@ def test_what_the_stall_did_sets_the_bound_class():
 def test_a_smaller_stall_or_the_profilers_own_does_not_take_the_verdict():
     assert stall_verdict.weigh([_compute(0.9), _stall(0.2)], "compute", 0.01) is None
     assert stall_verdict.weigh([_stall(0.5, own="haiprof's phase writer")], "none", 0.01) is None
+    busy = _stall(0.5)
+    busy["evidence"]["median_stall_s"] = 0.025   # 2.5x the median: a busy machine's slow steps lined up
+    assert stall_verdict.weigh([busy], "none", 0.01) is None
+
+
+# -- end to end: the bundled example ------------------------------------------------------------------------------
+@pytest.fixture(scope="module")
+def slow_runs(tmp_path_factory):
+    """examples/slow_moments.py as it is (a checkpoint every 20 steps, one slow step), and without either."""
+    from conftest import EXAMPLES, in_parallel, run_haiprof
+    root = tmp_path_factory.mktemp("slow")
+    stalls, steady = root / "stalls", root / "steady"
+    done = in_parallel(
+        lambda: run_haiprof("run", "--quiet", "--out", stalls, EXAMPLES / "slow_moments.py"),
+        lambda: run_haiprof("run", "--quiet", "--out", steady, EXAMPLES / "slow_moments.py", "--every", "0",
+                            "--hiccup-step", "-1"))
+    for r in done:
+        assert r.returncode == 0, r.stderr
+    return stalls, steady
+
+
+@pytest.mark.slow
+def test_the_example_traces_a_stall_and_the_page_explains_it(slow_runs):
+    from conftest import load_summary
+    from haiprof.analyzers.page_invariants import check
+    out, _ = slow_runs
+    s = load_summary(out)
+    flight = [w for w in s["trace_windows"] if w.get("anomaly")]
+    assert len(flight) == 1, s["trace_windows"]
+    w = flight[0]
+    assert w["anomaly"]["period_steps"] == 20 and w["anomaly"]["due_step"] == 80, w
+    assert (out / w["file"]).is_file()
+    x = w["explained"]
+    # the trace holds the stall: the window's slowest step is the due one, and it is a stall (3x the median)
+    assert x["step"] == 80 and x["step_ms"] >= 3 * s["step_time_s"]["median"] * 1e3, x
+    assert x["culprit"].endswith("save_checkpoint") and x["ms"]["io"] > 0, x
+    stall = next(f for f in s["findings"] if f["kind"] == "periodic-stall")
+    assert stall["evidence"]["trace"] == w["file"] and "save_checkpoint" in stall["message"]
+    # the stall outweighs what any bound class's fix can remove: it is the verdict, I/O (a synchronous write)
+    assert s["bottleneck"] == "io" and s["headline"].startswith("I/O-bound"), s["headline"]
+    assert s["stall_verdict"]["stall_share"] > 0.2
+    assert s["next_steps"][0]["kind"] == "periodic-stall"
+    row = next(r for r in s["slowest_steps"] if r["step"] == 80)
+    assert row["trace"] == w["file"] and any("fsync" in n for n in row["notes"])
+    html = (out / "report.html").read_text()
+    assert f'href="{w["file"]}"' in html and "Step 80, from its trace" in html
+    # the trace says what the stall did: the stall's rows drop the sampler's guess at whose writes they were
+    linked = [r for r in s["slowest_steps"] if r.get("trace")]
+    assert len(linked) >= 3 and not any("(a checkpoint?)" in n for r in linked for n in r["notes"])
+    assert check(s, None, html) == []
+
+
+@pytest.mark.slow
+def test_a_run_without_anomalies_records_no_extra_window(slow_runs):
+    from conftest import load_summary
+    _, out = slow_runs
+    s = load_summary(out)
+    assert [w["file"] for w in s["trace_windows"]] == ["trace.json.gz"]
+    assert not list(out.glob("trace-step*"))
+    assert s["bottleneck"] != "io" and "stall_verdict" not in s
+
+
+@pytest.mark.parametrize("args, says", [
+    (["--anomaly-factor", "1"], "--anomaly-factor must be a number above 1"),
+    (["--anomaly-windows", "-1"], "--anomaly-windows must be 0 (none) or more"),
+    (["--anomaly-mb", "nan"], "--anomaly-mb must be a positive number of megabytes"),
+])
+def test_bad_flight_recorder_options_are_one_line(tmp_path, args, says):
+    from conftest import run_haiprof
+    r = run_haiprof("run", *args, tmp_path / "none.py")
+    assert r.returncode == 2 and r.stderr.strip().count("\n") == 0 and says in r.stderr, r.stderr
+
+
+# -- the whole-run analysis finds the period among one-off slow steps -------------------------------------------
+def test_periodic_stall_found_around_one_off_slow_steps_and_not_in_noise():
+    import numpy as np
+    from haiprof.analyzers import long_run as L
+    d = np.full(120, 14e6)
+    for i, ms in [(20, 220), (34, 155), (40, 258), (60, 297), (77, 101), (81, 127), (100, 150)]:
+        d[i] = ms * 1e6   # every 20 steps (one a step late), and one-offs at 34 and 77
+    f = L.periodic_stalls(d, np.cumsum(d) - d)
+    assert f["evidence"]["period_steps"] == 20 and f["evidence"]["first_steps"] == [20, 40, 60, 81, 100]
+    assert f["evidence"]["stalls"] == 5   # the one-offs are not the period's
+    for seed in range(300):   # random slow steps of a busy machine pair up now and then: they fill no grid
+        rng = np.random.default_rng(seed)
+        d = np.full(300, 10e6)
+        d[rng.integers(0, 300, 25)] = rng.uniform(25e6, 200e6, 25)
+        assert L.periodic_stalls(d, np.cumsum(d) - d) is None, seed
+
+
+def test_a_verdict_whose_fixes_are_all_left_out_removes_nothing():
+    launch = {"kind": "launch", "severity": "high", "share": 0.4, "message": "launch", "evidence": {},
+              "fixes": ["compile", "fused-optim"]}
+    stall = _stall(0.37, {"io": 60.0})
+    assert stall_verdict.weigh([launch, stall], "launch", 0.024) is None
+    w = stall_verdict.weigh([launch, stall], "launch", 0.024, {"compile": "not worth it", "fused-optim": "in use"})
+    assert w["bottleneck"] == "io" and "the launch fixes are left out here" in w["headline"]

@@ -10,7 +10,7 @@ import numpy as np
 
 from haiprof.analyzers import steps as step_analysis
 from haiprof.analyzers import thresholds as T
-from haiprof.analyzers import conditions, h2d, utilization, verdict
+from haiprof.analyzers import conditions, h2d, stall_verdict, utilization, verdict
 from haiprof.analyzers import whatif
 from haiprof.analyzers.findings import Finding, checked, edited
 
@@ -160,10 +160,13 @@ def analyze(run_dir: RunDir, extra_findings: list | None = None, run: Run | None
         **hw["summary"],
     }
     # the whole run, not its typical step: drift, periodic stalls, memory creep, slowest steps (whole_run.py)
-    whole = whole_run.analyze(steady, records, samples)
+    # (the flight recorder's traced steps too: a stall it traced is still one; windows.py explains it from its trace)
+    summary["trace_windows"] = windows.analyze(records, all_steps, run_dir.path)
+    whole = whole_run.analyze(windows.with_traced_stalls(steady, all_steps, summary["trace_windows"]), records,
+                              samples)
+    windows.explain_stalls(summary["trace_windows"], whole, run_dir.path, (stats.get("median") or 0) * 1e3 or None)
     summary["findings"] = verdict.sort_findings(summary["findings"] + whole["findings"])
     summary["slowest_steps"] = whole["slowest_steps"]
-    summary["trace_windows"] = windows.analyze(records, all_steps, run_dir.path)
     if exit_code is None:
         live, _ = run_dir.in_progress(meta) if not meta.get("distributed") else (False, "")
         summary["snapshot"] = live   # `haiprof report` of a run still going: what it has written so far
@@ -179,13 +182,23 @@ def analyze(run_dir: RunDir, extra_findings: list | None = None, run: Run | None
     # --- end fixes ---
     summary["predictions"] = whatif.predict_all(summary)   # each fix's what-if on this run, where a gain is quoted
     left_out = summary["advice_left_out"] = gpu_analysis.advice_left_out(summary)   # done, measured, not worth it
+    # the verdict weighs the whole run: stalls that waste more than the verdict's open fixes can remove lead instead
+    stall = stall_verdict.weigh(summary["findings"], bottleneck, stats.get("steady") or stats.get("median"),
+                                left_out) if measured >= T.MIN_STEPS else None
+    if stall:
+        summary["bottleneck"] = bottleneck = stall["bottleneck"]
+        summary["stall_verdict"] = {k: stall[k] for k in ("instead_of", "stall_share")}
     top = next((f for f in summary["findings"] if f["kind"] == bottleneck), None)
     summary["headline"] = (no_verdict if top is None else
                            verdict.headline(top, stats.get("steady") or stats.get("median"), left_out,
                                             summary["predictions"])) + suffix
+    if stall:
+        summary["headline"] = stall["headline"] + suffix
     _drop_left_out_fixes(summary["findings"], left_out)
     summary["findings"] = checked(summary["findings"])   # the contract, after the last in-place edit
     summary["next_steps"] = gpu_analysis.next_steps(summary)   # "do this next", ranked
+    if stall and summary["next_steps"] is not None:
+        summary["next_steps"].insert(0, stall["action"])   # the verdict's action first
     timelines = {"system": utilization.system_timelines(samples.get("system", []), origin),
                  "hardware": hw["timelines"], "origin_ns": origin}
     if trace:

@@ -15,6 +15,7 @@ from __future__ import annotations
 import gzip
 import json
 import os
+import re
 import statistics
 
 import numpy as np
@@ -28,6 +29,8 @@ from ..rundir.vocabulary import ANOMALY_MARK, KINETO_TRACE, TRACE_BEGIN, TRACE_E
 
 RECORDED = 3                       # a flight-recorder window's recorded steps follow its profiler warm-up step
 MAX_TRACE_BYTES = 256 << 20        # a flight-recorder trace larger than this is not read back (memory)
+SAME_STALL = 3                     # a slow step of the traced stall's period: this many median steps or more
+GUESS = re.compile(r"^(the process wrote .* to disk around it)(: haiprof's own .*| \(a checkpoint\?\))$")
 AROUND = 20
 LAST_NS = np.iinfo(np.int64).max   # a window never closed ends at inf: as int64, the ns stay exact
 
@@ -129,12 +132,13 @@ def explain_stalls(windows: list, whole: dict, run_path, median_step_ms: float |
                 note = f"traced by the flight recorder ({w['file']})" + \
                     (f": {x['sentence']}" if r["step"] == x["step"] else "")
             elif period and abs(r["step"] - x["step"]) % period in (0, 1, period - 1) and median_step_ms \
-                    and r["time_ms"] >= 2 * median_step_ms:
+                    and r["time_ms"] >= max(SAME_STALL * median_step_ms, x["step_ms"] / 2):
                 note = f"the stall every {period} steps, traced at step {x['step']} ({w['file']})"
             else:
                 continue
             r["trace"] = w["file"]
-            r["notes"] = [n for n in r.get("notes", []) if "(a checkpoint?)" not in n] + [note]
+            # the trace says what the step did: the sampler's guess at whose disk writes they were goes
+            r["notes"] = [GUESS.sub(r"\1", n) for n in r.get("notes", [])] + [note]
             break
     for i, f in enumerate(whole.get("findings") or []):
         if f.get("kind") != "periodic-stall" or not traced:
