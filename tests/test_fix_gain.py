@@ -157,3 +157,14 @@ def test_a_fixed_run_says_what_was_predicted_beside_what_it_measured():
     lines = G.text_lines({"predicted": p})
     assert ("predicted before the fix: step 30.2 -> 20.9 ms (range 0-58% of the step); measured 38.6 ms: off by 59 "
             "points of the baseline step") in lines, lines
+
+
+def test_the_page_says_unreliable_and_no_measurable_change_as_the_console_does():
+    from haiprof.render.before_after import _gain
+
+    il = {"pairs": 3, "min": 0.72, "max": 2.88, "spread": 2.5, "speedup": 0.85, "measurable": False}
+    rows = _gain({"interleaved": il, "speedup": 5.33, "unreliable_why": "the baseline ran under other conditions "
+                  "(torch threads 1 -> 2)"})
+    text = " ".join(cell for row in rows for cell, _ in row)
+    assert "no measurable change" in text and "0.85× median" not in text
+    assert "5.33×: unreliable, the baseline ran under other conditions (torch threads 1 -> 2)" in text

@@ -178,3 +178,21 @@ def test_recorded_launch_run_fused_optim_stays_within_its_optimizer(gpu_reports)
     first = s["next_steps"][0]
     assert first["predicted"] == p and first["gain_share"] <= opt + 1e-9
     assert f"predicted {p['gain_share'] * s['step_time_s']['steady'] * 1e3:.1f} ms" in s["headline"]
+
+
+def test_a_fixed_run_reports_what_its_baseline_predicted_beside_what_it_measured(fix_pair):
+    from haiprof.analyzers.page_invariants import check
+
+    from conftest import load_summary
+    fixed = fix_pair / "fixed"
+    s = load_summary(fixed)
+    gain = s["fixes"]["gain"]
+    p = gain["predicted"]
+    assert p["fixes"] == ["fused-optim"] and p["step_before_s"] == gain["step_time_before_s"]
+    assert p["measured_step_after_s"] == gain["step_time_after_s"]
+    assert p["step_after_pred_s"] == pytest.approx(p["step_before_s"] * (1 - p["gain_share"]))
+    assert p["error_points"] == pytest.approx(100 * abs(p["step_after_pred_s"] - p["measured_step_after_s"])
+                                              / p["step_before_s"], abs=0.05)
+    html = (fixed / "report.html").read_text()
+    assert "predicted before the fix (what-if of the baseline)" in html and f"off by {p['error_points']:.0f} points" in html
+    assert check(s, json.loads((fixed / "meta.json").read_text()), html) == []

@@ -139,6 +139,7 @@ def add_fix_results(run_dir: RunDir, meta: dict, summary: dict, steps=None) -> N
         summary["findings"].insert(0, Finding(kind="fix-unreliable", severity="moderate", share=0.0,
                                               message=gain["unreliable"], evidence={"moved": moves}).as_dict())
     fix_gain.with_interleaved(gain, fix_gain.interleaved(_pass_pairs(summary["fixes"]["interleaved_runs"])))
+    gain["unreliable_why"] = fix_gain.unreliable_why(gain)   # said beside the speedup, wherever it is printed
     # the conditions of the comparison, shown with it: how old the baseline is and how much each run's steady
     # steps spread (p10-p90 over the median), so a 1.1x against 20% noise reads as what it is
     try:

@@ -43,7 +43,16 @@ def _gain(g: dict) -> list:
     if il:
         rows.append([(f"interleaved A/B ({il['pairs']} pass pairs, same conditions each)", 1),
                      (f"per pair {il['min']:.2f}× – {il['max']:.2f}× (spread {100 * il['spread']:.0f}%)", 2),
-                     (f"{il['speedup']:.2f}× median", 1)])
+                     (f"{il['speedup']:.2f}× median" if il.get("measurable", True) else
+                      "no measurable change: the pairs spread wider than the effect", 1)])
+    if g.get("unreliable_why"):
+        rows.append([("steady step speedup", 1), (f"{g['speedup']:.2f}×: unreliable, {g['unreliable_why']}", 3)])
+    p = g.get("predicted")
+    if p and p.get("measured_step_after_s"):
+        rows.append(_cells("predicted before the fix (what-if of the baseline)", _ms(p["step_before_s"]),
+                           f"{_ms(p['step_after_pred_s'])} (range {100 * p['low_share']:.0f}–"
+                           f"{100 * p['high_share']:.0f}% of the baseline's time)",
+                           f"measured {_ms(p['measured_step_after_s'])}: off by {p['error_points']:.0f} points"))
     if g.get("wall_time_before_s") and g.get("wall_time_after_s"):
         same = g.get("steps_before") == g.get("steps_after")
         ratio = f"{g['wall_speedup']:.2f}×" if same and g.get("wall_speedup") else "different step counts"
