@@ -237,11 +237,11 @@ def finding(c: dict, order: int, steady_s: float) -> dict:
                    fixes=[c["action"]["fix"]] if c["action"]["fix"] else []).as_dict()
 
 
-def job_bottleneck(top: dict, share: dict) -> str:
-    """The class the culprit's time shows in: input when it waits for input and the job's mean input wait
-    outweighs its exposed communication; else communication (the others wait at the sync)."""
-    io = share.get("dataloader", 0.0) + share.get("h2d", 0.0)
-    return "io" if top["cause"] == "input" and io >= share.get("allreduce", 0.0) else "communication"
+def job_bottleneck(top: dict) -> str:
+    """The class of what fixing the culprit removes: input when it waits for its input (the job is bound by that
+    rank's or node's input pipeline); else communication, the others' waiting at the sync, with the culprit as
+    its subject (a rank's CPU, pauses or compute are no class of their own: the enum stays)."""
+    return "io" if top["cause"] == "input" else "communication"
 
 
 def headline(found: list, bottleneck: str, steady_s: float) -> str:

@@ -237,7 +237,8 @@ def step_spread(rows: list) -> dict:
     med = {r["rank"]: r["step_time_median_s"] for r in rows if r.get("step_time_median_s")}
     if not med:
         return {}
-    lo, hi = min(med, key=med.get), max(med, key=med.get)
+    order = sorted(med, key=lambda k: (med[k], k))   # two ranks even when their medians are equal
+    lo, hi = order[0], order[-1]
     return {"fastest_rank": lo, "slowest_rank": hi, "fastest_median_s": med[lo], "slowest_median_s": med[hi],
             "spread": (med[hi] - med[lo]) / med[lo] if med[lo] else 0.0}
 

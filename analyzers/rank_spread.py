@@ -8,7 +8,8 @@ communication). The rank with more work is the one the others wait for.
   * outliers: work above the job's median by OUTLIER_SIGMAS robust sigmas and OUTLIER_MIN_SHARE of the step;
   * slow nodes: a host where at least SLOW_NODE_SHARE of the ranks (and two) are outliers is one finding naming
     the node, not eight findings naming its ranks (a slow node: its network, its CPUs, its storage, its clocks);
-  * the grid: per rank, its rows averaged into the job's step buckets, for a heatmap.
+  * the grid: per rank, its rows averaged into the job's step buckets, for a heatmap; and its arrival at the sync
+    after the first rank's (the first rank's exposed allreduce less its own, step by step).
 """
 from __future__ import annotations
 
@@ -105,5 +106,13 @@ def grid(tables: list[dict], buckets: int) -> dict:
         for m, cols in GRID_METRICS.items():
             v = _sum(t, cols)[:n] * w
             out[m][i] = np.add.reduceat(v, edges[:-1]) / wsum / 1e6
+    # arrival at the sync: how long after the first rank each one got there (the first waits the longest in its
+    # exposed allreduce, so its allreduce less a rank's own); the rank everyone waits for is the latest
+    first = np.max([np.asarray(t["allreduce"][:n], dtype=np.float64) for t in tables], axis=0)
+    out["late"] = np.zeros((len(tables), b), dtype=np.float32)
+    for i, t in enumerate(tables):
+        w = np.asarray(t["steps"][:n], dtype=np.float64)
+        late = (first - np.asarray(t["allreduce"][:n], dtype=np.float64)) * w
+        out["late"][i] = np.add.reduceat(late, edges[:-1]) / np.add.reduceat(w, edges[:-1]) / 1e6
     out["buckets"] = [int(x) for x in np.asarray(tables[0]["first_step"])[edges[:-1]]]
     return out

@@ -69,6 +69,10 @@ def build_job(out: Path, world: int, template: Path = TEMPLATE, slow_node: int |
     work = sum(phases[p] for p in work_cols)
     step = work.max(axis=0) + transfer                   # lock-step: everyone leaves the sync together
     phases["allreduce"] = step[None, :] - work
+    # DDP's reducer timers as the lock-step arithmetic has them: each rank's exposed sync plus the template's
+    # overlap with backward (a running average that stays put: one record)
+    reducer = [x for x in summary["rank_digest"].get("ddp") or [] if "avg_backward_comm_time" in x]
+    overlap = float(reducer[-1].get("avg_backward_compute_comm_overlap_time", 0)) if reducer else 0.0
     job_meta = json.loads((template / "meta.json").read_text())
     out.mkdir(parents=True)
     write_json_atomic(out / "meta.json", {**job_meta, "command": f"synthetic job, {world} ranks (job_scale.py)",
@@ -95,6 +99,9 @@ def build_job(out: Path, world: int, template: Path = TEMPLATE, slow_node: int |
         dg = {**summary["rank_digest"], "rank": r, "host": host, "dir": meta["run_dir"],
               "step_time_median_s": float(np.median(dur)), "step_time_p90_s": float(dur[int(0.9 * (n - 1))]),
               "phase_share": {p: round(float(phases[p][r].sum() / total), 6) for p in ALL_PHASES}}
+        if reducer:
+            dg["ddp"] = [{**reducer[-1], "avg_backward_comm_time": float(phases["allreduce"][r].mean()) + overlap,
+                          "avg_backward_compute_comm_overlap_time": overlap}]
         write_json_atomic(d / "summary.json", {**summary, "rank_digest": dg})
     return out
 

@@ -225,7 +225,7 @@ def analyze_job(run_dir: RunDir) -> RunData:
     # the verdict follows the time: waiting for the culprits, when that is the most a fix can take off the step
     lead = found[0] if found and n >= T.MIN_STEPS and found[0]["late_share"] >= chosen else None
     if lead:
-        bottleneck = C.job_bottleneck(lead, share)
+        bottleneck = C.job_bottleneck(lead)
         headline = C.headline(found, bottleneck, stats["steady"])
     if not gathering:
         headline += " (This directory holds this node's ranks only; the merged report is in rank 0's directory.)"

@@ -18,7 +18,7 @@ from .escape import render as fragment
 from .gpu import section_gpu      # device-first GPU view (CUDA runs)
 from .top import section_next, toc
 from .ops import section_ops   # op-level trace panel (tracing window)
-from .ranks import section_ranks  # distributed runs (issue 5)
+from .ranks import label_populations, section_ranks  # distributed runs (issue 5)
 from .windows import section_windows   # every tracing window (--trace-at, --trace-every, haiprof trace)
 from .slowest import section_slowest   # the slowest steps of the whole run
 
@@ -166,6 +166,7 @@ def render(d) -> str:
     figs: dict = {}
     # each section is a template's fragment (Markup), or "" when it has nothing to show
     parts = [p for p in (section(d, figs) for section in SECTIONS) if p]
+    label_populations(d, figs)   # a job's charts: the ranks' mean or the reference rank
     ids = [m.group(1) for p in parts for m in [re.match(r'<section id="([\w-]+)"', p)] if m]
     nav = toc([(i, TITLES.get(i, i)) for i in ids if i not in ("verdict", "next")])
     top = 2 if len(parts) > 1 and parts[1].startswith('<section id="next"') else 1

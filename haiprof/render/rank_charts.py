@@ -13,7 +13,9 @@ from . import charts
 HIST_BINS = 30
 HEATMAPS = (("step", "Step time", "Viridis"),
             ("data", "Waiting for data (DataLoader + copy to device)", [[0, "#fbf3f3"], [1, "#b2182b"]]),
-            ("comm", "Exposed communication (sync not hidden by backward)", [[0, "#f5f0f8"], [1, "#5e3c99"]]))
+            ("comm", "Exposed communication (sync not hidden by backward)", [[0, "#f5f0f8"], [1, "#5e3c99"]]),
+            ("late", "Arrival at the gradient sync after the first rank (the others wait this long)",
+             [[0, "#f7f7f7"], [1, "#e66101"]]))
 # histogram title, colour; what the others wait for is the time a rank spends before the gradient sync
 DIST_METRICS = (("work_ms", "Time before the sync", "#4c78a8"),
                 ("dataloader_ms", "Waiting for data", charts.PHASE_COLORS["dataloader"]),
@@ -57,6 +59,8 @@ def heatmaps(grid: dict) -> dict:
     labels = [f"{r['host']} · local {r['local_rank']} · rank {r['rank']}" for r in ranks]
     out = {}
     for key, title, scale in HEATMAPS:
+        if key not in grid:
+            continue
         z = [[round(float(v), 2) for v in row] for row in grid[key]]
         out[f"rank-heat-{key}"] = {
             "data": [{"type": "heatmap", "z": z, "x": grid["buckets"], "y": labels, "colorscale": scale,

@@ -112,7 +112,10 @@ def _paragraphs(dist: dict) -> list[tuple[str, str]]:
     """(class, text) of each sentence under the tables: problems, spread, communication, stragglers, gather."""
     out = [("warn", p["message"]) for p in dist.get("problems", [])[:20]]
     sp = dist.get("step_time_spread") or {}
-    if sp:
+    if sp and sp["fastest_rank"] == sp["slowest_rank"]:   # one rank with steps: nothing to spread
+        out.append(("", f"Step time: rank {sp['fastest_rank']} {_ms(sp['fastest_median_s'])} ms median, the only "
+                        f"rank with steps."))
+    elif sp:
         out.append(("", f"Step-time spread: rank {sp['fastest_rank']} {_ms(sp['fastest_median_s'])} ms to rank "
                         f"{sp['slowest_rank']} {_ms(sp['slowest_median_s'])} ms median ({_pct(sp['spread'])})."))
     c = dist.get("comm") or {}
@@ -131,8 +134,10 @@ def _paragraphs(dist: dict) -> list[tuple[str, str]]:
         # FSDP's all-gathers overlap forward as well as backward: say "compute", and name what measured it
         who, with_what = ("FSDP collectives", "compute") if ddp.get("framework") == "FSDP" else ("DDP reducer",
                                                                                                   "backward")
-        out.append(("", f"{who}: {ddp['comm_ms']:.1f} ms communication per step, {ddp['overlap_ms']:.1f} ms "
-                        f"of it overlapped with {with_what}: {_pct(ddp['exposed_fraction'])} exposed."))
+        # its own timers, pooled over the ranks: the exposed figure above is the mean over ranks too
+        out.append(("", f"{who}: {ddp['comm_ms']:.1f} ms communication per step (its own timers, mean over "
+                        f"ranks), {ddp['overlap_ms']:.1f} ms of it overlapped with {with_what}: "
+                        f"{_pct(ddp['exposed_fraction'])} exposed, {ddp['comm_ms'] - ddp['overlap_ms']:.1f} ms."))
     out += [("warn", f"Straggler: rank {s['rank']} ({s['host']}): {s['reason']}") for s in dist.get("stragglers", [])]
     if dist.get("gather"):
         g = dist["gather"].get("ranks", {})
@@ -143,6 +148,28 @@ def _paragraphs(dist: dict) -> list[tuple[str, str]]:
             "; ".join(f"{how}: {len(ks)} rank(s)" for how, ks in kinds.items())
         out.append(("note", "Data from other ranks: " + (text or "n/a")))
     return out
+
+
+# A job's page draws the reference rank's own steps and samples, and the ranks' mean phase shares: each chart says
+# whose figures it shows.
+REFERENCE_FIGS = ("steps", "host-steps", "cpu", "cpu-host", "mem", "io")
+
+
+def label_populations(d, figs: dict) -> None:
+    """On a job's page, every chart outside the Ranks panel names its population: the mean over the ranks (the
+    phase shares) or the reference rank (steps and utilization)."""
+    dist = d.summary.get("distributed")
+    if not dist:
+        return
+    counted = sum(1 for r in dist.get("ranks", []) if r.get("phase_share"))
+    ref = dist.get("reference_rank")
+    suffix = {"share": f" (mean over {counted} ranks)"} if counted else {}
+    if ref is not None:
+        suffix.update({k: f" (rank {ref})" for k in REFERENCE_FIGS})
+    for key, text in suffix.items():
+        title = ((figs.get(key) or {}).get("layout") or {}).get("title")
+        if isinstance(title, dict) and text not in title.get("text", ""):
+            title["text"] = title.get("text", "") + text
 
 
 def section_ranks(d, figs) -> str:
