@@ -54,7 +54,8 @@ def _cols(r, n: int) -> dict:
 
 
 def _mean(x: np.ndarray, w: np.ndarray) -> float:
-    return float(np.average(x, weights=w)) if len(x) and w.sum() > 0 else 0.0
+    total = float(w.sum()) if len(x) else 0.0
+    return float(x @ w) / total if total > 0 else 0.0
 
 
 def _rank_figures(ranks: list, n: int) -> dict:

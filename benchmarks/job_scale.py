@@ -1,18 +1,20 @@
 """A distributed job's merged report at 64, 256 and 1,024 ranks, from synthetic job directories built on a real run.
 
     python -m benchmarks.job_scale [--ranks 64,256,1024] [--template tests/data/ddp_rank200] [--keep DIR]
+                                   [--no-slow-rank]
 
 The template is a real 2-rank torchrun/gloo job (examples/ddp_comm_bound.py, 200 steps, recorded once with
 `haiprof run --trace-steps 0 --nproc-per-node 2 examples/ddp_comm_bound.py --steps 200 --batch-size 16
 --layers 2`). Each synthetic rank gets rank 1's raw files (phases, samples: the real per-rank sizes) and a digest
 (summary.json + steps.npz) as the rank would have written at exit: its step table is the template's, with
 per-rank noise and lock-step arithmetic (a step ends when the slowest rank arrives at the sync: the others wait in
-allreduce). `--slow-node H` / `--slow-rank R` add data-loading time to a node's ranks / one rank.
+allreduce). build_job's `slow_node` / `slow_rank` add data-loading time to a node's ranks (40 ms/step) / one rank
+(60 ms/step); the command line slows the middle node and rank world-3 (only the node with `--no-slow-rank`).
 
 Printed per world size: bytes a rank puts through the store (its digest tarball, and what the whole-directory
 tarball of before would have been), the merge's wall and CPU time and peak RSS (a fresh process pinned to one
-core, `haiprof report`'s code path: analysis/ranks.analyze_job + the page), and the re-analysis of stale digests
-(serial vs the process pool) at the smallest size.
+core, `haiprof report`'s code path: analysis/ranks.analyze_job + the page), the verdict and the ranks or nodes it
+names (analyzers/culprit.py), and the re-analysis of stale digests (serial vs the process pool) at the smallest size.
 """
 from __future__ import annotations
 
@@ -131,7 +133,9 @@ html.write(data, rd.file("report.html"))
 t2 = time.perf_counter()
 print(json.dumps({"merge_s": t1 - t0, "merge_cpu_s": c1 - c0, "page_s": t2 - t1,
                   "peak_rss_mb": resource.getrusage(resource.RUSAGE_SELF).ru_maxrss / 1024,
-                  "page_kb": rd.file("report.html").stat().st_size / 1024}))
+                  "page_kb": rd.file("report.html").stat().st_size / 1024, "bottleneck": data.summary["bottleneck"],
+                  "culprits": [c["subject"] for c in data.summary["distributed"].get("culprits") or []],
+                  "headline": data.summary["headline"]}))
 """
 
 
@@ -173,21 +177,29 @@ def main() -> None:
     ap.add_argument("--template", type=Path, default=TEMPLATE)
     ap.add_argument("--keep", type=Path, help="build the jobs here and keep them")
     ap.add_argument("--no-reanalyse", action="store_true")
+    ap.add_argument("--no-slow-rank", action="store_true", help="the slow node only (no slower rank elsewhere)")
     a = ap.parse_args()
     root = a.keep or Path(tempfile.mkdtemp(prefix="job_scale."))
     print(f"template: {a.template} ({sum(p.stat().st_size for p in (a.template / 'rank-1').rglob('*') if p.is_file()) // 1024} KiB a rank); cores: {os.cpu_count()}; load average: {os.getloadavg()[0]:.1f}")
     print(f"{'ranks':>6} {'store B/rank':>12} {'before B/rank':>13} {'merge s':>8} {'merge cpu s':>11} "
           f"{'page s':>7} {'peak MB':>8} {'page KB':>8}")
     sizes = [int(x) for x in a.ranks.split(",")]
+    verdicts = []
     for world in sizes:
         job = root / f"job{world}"
         if job.exists():
             shutil.rmtree(job)
-        build_job(job, world, a.template, slow_node=world // PER_NODE // 2, slow_rank=world - 3)
+        build_job(job, world, a.template, slow_node=world // PER_NODE // 2,
+                  slow_rank=None if a.no_slow_rank else world - 3)
         now, before = store_bytes(job / "rank-1")
         m = merge(job)
         print(f"{world:>6} {now:>12} {before:>13} {m['merge_s']:>8.2f} {m['merge_cpu_s']:>11.2f} {m['page_s']:>7.2f} "
               f"{m['peak_rss_mb']:>8.0f} {m['page_kb']:>8.0f}", flush=True)
+        verdicts.append(f"{world:>6} ranks: {m['bottleneck']}; the ranks and nodes the others wait for, slowest "
+                        f"first: {', '.join(m['culprits']) or 'none'}")
+    print("verdicts (slow node: +40 ms/step of input on its 8 ranks" +
+          ("" if a.no_slow_rank else "; slow rank: +60 ms/step") + "):")
+    print("\n".join(verdicts))
     if not a.no_reanalyse:
         job = root / f"job{sizes[0]}"
         r = reanalyse(job)
