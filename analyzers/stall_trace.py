@@ -16,6 +16,7 @@ this in one sentence, with the numbers, so the page explains a stall from its tr
 from __future__ import annotations
 
 import re
+import sys
 
 # Python builtins (and a few library calls) by what they wait for; matched on the cleaned name
 IO_NAMES = re.compile(r"^(fsync|fdatasync|sync|open|write|write_record|read|readinto|readline|readlines|flush|pwrite|pread|"
@@ -79,6 +80,9 @@ def _own(name: str, own_dirs: tuple) -> bool:
     if name.startswith("<") or name.startswith("nn.Module") or not re.search(r"\(\d+\): ", name):
         return False
     path = name.split("(", 1)[0]
+    stem = path.rsplit("/", 1)[-1].removesuffix(".py")
+    if "/" not in path and stem in sys.stdlib_module_names:   # the profiler names the standard library's files bare
+        return False
     return not LIBRARY.search(path) and not any(path.startswith(d) for d in own_dirs)
 
 

@@ -26,6 +26,7 @@ ANOMALIES = 8        # the last anomalous steps kept to learn a period from
 MIN_EXCESS_NS = 2_000_000   # and at least 2 ms over the median: scheduler jitter on tiny steps is no stall
 STRETCH = 3          # this many anomalous steps in a row: a slow stretch, traced at once
 FACTOR = 3.0         # default k: a step over 3x the rolling median is a slow moment
+SIZE_AGREE = 0.33    # the occurrences a period is learned from take at least a third of the largest one's time
 
 
 @dataclass(frozen=True)
@@ -45,7 +46,7 @@ class AnomalyDetector:
         self._ring = [0] * RING
         self._n = 0                  # ordinary steps seen (the ring holds min(n, RING) of them)
         self._median = 0
-        self._seen = [-1] * ANOMALIES   # the last anomalous steps, a ring
+        self._seen = [(-1, 0)] * ANOMALIES   # the last occurrences (first step, its time), a ring
         self._k = 0
         self._run = 0                # anomalous steps in a row
         self._traced_periods: set = set()   # a period traced once is not traced again (bounded by the budget)
@@ -69,9 +70,9 @@ class AnomalyDetector:
             return Ask(open_at=step + 1, due=None, period=None, seen=step)
         if self._run > 1:
             return None   # slow steps in a row are one occurrence, from its first step (its period's)
-        self._seen[self._k % ANOMALIES] = step
+        period = self._period(step, duration_ns)
+        self._seen[self._k % ANOMALIES] = (step, duration_ns)
         self._k += 1
-        period = self._period(step)
         # a multiple of a period already traced is that stall again, an occurrence apart (one was traced, so the
         # detector never saw its time)
         if period is None or any(period % p <= 1 or p - period % p <= 1 for p in self._traced_periods):
@@ -81,14 +82,18 @@ class AnomalyDetector:
         # recorded steps are open_at+1 .. open_at+3 (0-based): the due step in the middle
         return Ask(open_at=max(step + 1, due - 2), due=due, period=period, seen=step)
 
-    def _period(self, step: int) -> int | None:
-        """A period two intervals agree on: step - a == a - b (+-1 from 10 steps on) for earlier anomalies a, b."""
-        earlier = [s for s in self._seen if 0 <= s < step]
-        for a in sorted(earlier, reverse=True):
+    def _period(self, step: int, duration_ns: int) -> int | None:
+        """A period two intervals agree on: step - a == a - b (+-1 from 10 steps on) for earlier occurrences a, b
+        of a like size (each at least SIZE_AGREE of the largest of the three: a checkpoint's stalls, not one of
+        them beside the random slow steps of a busy machine)."""
+        seen = sorted(((s, d) for s, d in self._seen if 0 <= s < step), reverse=True)
+        for a, da in seen:
             p = step - a
             if p < 2:
                 continue
             tol = 1 if p >= 10 else 0
-            if any(abs((a - b) - p) <= tol for b in earlier if b < a):
-                return p
+            for b, db in seen:
+                if b < a and abs((a - b) - p) <= tol and \
+                        min(duration_ns, da, db) >= SIZE_AGREE * max(duration_ns, da, db):
+                    return p
         return None

@@ -297,3 +297,17 @@ def test_a_verdict_whose_fixes_are_all_left_out_removes_nothing():
     assert stall_verdict.weigh([launch, stall], "launch", 0.024) is None
     w = stall_verdict.weigh([launch, stall], "launch", 0.024, {"compile": "not worth it", "fused-optim": "in use"})
     assert w["bottleneck"] == "io" and "the launch fixes are left out here" in w["headline"]
+
+
+def test_a_busy_machines_slow_steps_do_not_make_a_period_beside_a_real_one():
+    # checkpoints (150 ms) every 20 steps; a busy machine's slow steps (40 ms) at 30 and 50 would make a period of
+    # 10 with them: the large occurrences are looked at first
+    asks = _feed(AnomalyDetector(), {20: 150, 30: 40, 40: 150, 50: 40, 60: 150}, 70)
+    assert [(s, a.period, a.due) for s, a in asks.items()] == [(60, 20, 80)]
+
+
+def test_the_standard_librarys_frames_are_never_the_culprit():
+    events = [_ev("ProfilerStep#1", 0, 100_000, "user_annotation"),
+              _ev("pathlib.py(765): __truediv__", 1_000, 90_000),
+              _ev("train.py(20): save_checkpoint", 2_000, 50_000)]
+    assert stall_trace.explain(events)["culprit"] == "train.py(20): save_checkpoint"
