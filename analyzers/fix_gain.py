@@ -227,7 +227,8 @@ def text_lines(gain: dict) -> list[str]:
     if p and p.get("measured_step_after_s") and p.get("step_s"):
         lines.append(f"predicted before the fix: step {p['step_before_s'] * 1e3:.1f} -> "
                      f"{p['step_after_pred_s'] * 1e3:.1f} ms (range {p['low_share'] * 100:.0f}-"
-                     f"{p['high_share'] * 100:.0f}% of the step); measured {p['measured_step_after_s'] * 1e3:.1f} ms: "
+                     f"{p['high_share'] * 100:.0f}% of the step); measured {p['measured_step_after_s'] * 1e3:.1f} ms"
+                     f"{' (' + p['measured_by'] + ')' if p.get('measured_by') else ''}: "
                      f"off by {p['error_points']:.0f} points of the baseline step")
     w = _wall(gain)
     if w:

@@ -89,7 +89,6 @@ def _out(fix: str, step: float | None, touches: str, touches_share: float, point
 def _none(fix: str, step: float | None, touches: str, why: str) -> dict:
     return {**_out(fix, step, touches, 0.0, 0.0, 0.0, 0.0, why), "worth": False, "why_not": why}
 
-
 # -- input: prefetch ---------------------------------------------------------------------------------------------
 def _io_share(s: dict, dev: dict | None) -> float:
     if dev:
@@ -216,7 +215,7 @@ def amp(s: dict) -> dict:
         why = (f"fp32 matmul/conv kernels off the tensor cores fill {100 * mm:.0f}% of GPU time "
                f"({mm_s * 1e3:.1f} ms of the step); run {TC_RATIO['point']:.0f}x faster "
                f"({TC_RATIO['low']:.0f}-{TC_RATIO['high']:.0f}x) in bf16/tf32")
-        if floor:
+        if floor > step - mm_s * (1 - 1 / TC_RATIO["point"]):   # the host's own work is the step's floor
             why += f"; the step stays at least the host's own work ({floor_what} = {floor * 1e3:.1f} ms)"
         return _out("amp", step, touches, mm_s / step, gain["point"], gain["low"], gain["high"], why)
     bf16 = (s.get("conditions") or {}).get("cpu_bf16")
@@ -357,7 +356,8 @@ def predict(fix: str, s: dict) -> dict | None:
         saved = p["gain_share"] * step
         p["worth"], p["why_not"] = False, (f"predicted to save {saved * 1e3:.1f} ms a step, x {steps} steps = "
                                            f"{saved * steps:.1f} s, less than its compile time "
-                                           f"(~{p['cost_s']:.0f} s assumed)")
+                                           f"(~{p['cost_s']:.0f} s assumed): it pays off only after "
+                                           f"~{math.ceil(p['cost_s'] / saved)} steps")
     return p
 
 

@@ -196,3 +196,17 @@ def test_a_fixed_run_reports_what_its_baseline_predicted_beside_what_it_measured
     html = (fixed / "report.html").read_text()
     assert "predicted before the fix (what-if of the baseline)" in html and f"off by {p['error_points']:.0f} points" in html
     assert check(s, json.loads((fixed / "meta.json").read_text()), html) == []
+
+
+def test_predicted_vs_measured_takes_the_interleaved_pairs_where_there_are_some():
+    from haiprof.analysis.fix_results import predicted_vs_measured
+
+    base = {**CPU, "step_time_s": {"steady": 0.03}, "device": {
+        "timeline": "device", "busy": {"forward": 0.3, "backward": 0.4, "optimizer": 0.25}, "busy_share": 0.05,
+        "launch_parts": {"unfilled_spans": 0.85}, "idle_by_host": {}, "bound": {"launch": 0.85}}}
+    gain = {"applied": ["cuda-graphs"], "step_time_before_s": 0.03, "step_time_after_s": 0.01}
+    alone = predicted_vs_measured(base, gain)
+    assert alone["measured_step_after_s"] == 0.01 and alone["measured_by"] == "this run's steady step"
+    paired = predicted_vs_measured(base, {**gain, "interleaved": {"speedup": 1.5}})
+    assert paired["measured_step_after_s"] == pytest.approx(0.02) and "interleaved" in paired["measured_by"]
+    assert paired["error_points"] == pytest.approx(100 * abs(paired["step_after_pred_s"] - 0.02) / 0.03, abs=0.05)

@@ -176,10 +176,14 @@ def predicted_vs_measured(base_summary: dict, gain: dict) -> dict | None:
     applied = gain.get("applied") or []
     comb = whatif.combined(whatif.predict_all(base_summary, applied), applied)
     before, after = gain.get("step_time_before_s"), gain.get("step_time_after_s")
+    il = gain.get("interleaved") or {}
+    if il.get("speedup") and before:   # measured in like conditions: the pairs' median, not this run's ratio
+        after = before / il["speedup"]
     if not comb or not before or not after:
         return None
     pred = before * (1 - comb["gain_share"])
     return {**comb, "step_before_s": before, "step_after_pred_s": pred, "measured_step_after_s": after,
+            "measured_by": "interleaved pairs' median" if il.get("speedup") else "this run's steady step",
             "error_points": round(100 * abs(pred - after) / before, 1)}
 
 

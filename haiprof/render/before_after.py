@@ -45,7 +45,7 @@ def _gain(g: dict) -> list:
                      (f"per pair {il['min']:.2f}× – {il['max']:.2f}× (spread {100 * il['spread']:.0f}%)", 2),
                      (f"{il['speedup']:.2f}× median" if il.get("measurable", True) else
                       "no measurable change: the pairs spread wider than the effect", 1)])
-    if g.get("unreliable_why"):
+    if g.get("unreliable_why") and g.get("speedup"):
         rows.append([("steady step speedup", 1), (f"{g['speedup']:.2f}×: unreliable, {g['unreliable_why']}", 3)])
     p = g.get("predicted")
     if p and p.get("measured_step_after_s"):
