@@ -40,3 +40,18 @@ def compare_losses(baseline: list, fixed: list, rtol: float = T.LOSS_GUARD_RTOL,
     return {"status": "ok" if ok else "diverged", "steps_compared": n, "baseline_loss": ma, "fixed_loss": mb,
             "abs_diff": diff, "rel_diff": rel if math.isfinite(rel) else None, "tolerance": tol,
             "message": msg + ("" if ok else ": beyond tolerance, the fix changes what is trained")}
+
+
+def with_worker_caveat(guard: dict, workers: int | None) -> dict:
+    """A loss difference where the fix moved loading into `workers` DataLoader workers (the baseline loaded on
+    the training thread): workers draw other random samples and augmentations than the plain run, so the
+    difference is the fix's only if the plain script is reproducible with that worker count. Said so, not
+    "the fix changes what is trained"; still a difference to check (a wrong fix duplicates data too)."""
+    if guard.get("status") != "diverged" or not workers or guard.get("baseline_loss") is None:
+        return guard
+    msg = guard["message"].replace(": beyond tolerance, the fix changes what is trained", "")
+    return {**guard, "data_order": True,
+            "message": (f"{msg}: beyond tolerance, but the fixed run loads with {workers} DataLoader workers, which "
+                        "draw other random samples and augmentations than the training thread did: the difference "
+                        "is the fix's only if the plain script is seeded and gives the same loss with that worker "
+                        "count")}

@@ -210,3 +210,19 @@ def test_predicted_vs_measured_takes_the_interleaved_pairs_where_there_are_some(
     paired = predicted_vs_measured(base, {**gain, "interleaved": {"speedup": 1.5}})
     assert paired["measured_step_after_s"] == pytest.approx(0.02) and "interleaved" in paired["measured_by"]
     assert paired["error_points"] == pytest.approx(100 * abs(paired["step_after_pred_s"] - 0.02) / 0.03, abs=0.05)
+
+
+def test_a_loss_difference_after_prefetch_started_workers_is_not_called_the_fix_changing_training():
+    from haiprof.analysis.fix_results import workers_started
+    from haiprof.analyzers.loss_guard import compare_losses, with_worker_caveat
+
+    fixes = {"results": [{"id": "prefetch", "status": "applied",
+                          "events": [{"status": "applied", "num_workers": 4}, {"status": "applied"}]}]}
+    assert workers_started(fixes) == 4 and workers_started({"results": []}) is None
+    diverged = compare_losses([1.0] * 10, [1.2] * 10)
+    assert "the fix changes what is trained" in diverged["message"]
+    said = with_worker_caveat(diverged, 4)
+    assert said["status"] == "diverged" and said["data_order"]   # still said, as a difference to check
+    assert "the fix changes what is trained" not in said["message"] and "4 DataLoader workers" in said["message"]
+    assert with_worker_caveat(diverged, None) == diverged
+    assert with_worker_caveat(compare_losses([1.0] * 10, [1.0] * 10), 4)["status"] == "ok"

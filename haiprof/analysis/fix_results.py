@@ -12,7 +12,7 @@ from haiprof.analyzers import thresholds as T
 from haiprof.analyzers import conditions, whatif
 from haiprof.analyzers.findings import Finding
 from haiprof.analyzers.compare import compare_summaries, step_distribution, step_time, text_lines
-from haiprof.analyzers.loss_guard import compare_losses
+from haiprof.analyzers.loss_guard import compare_losses, with_worker_caveat
 from haiprof.analyzers.step_columns import split_columns
 from haiprof.analyzers.steps import build_steps
 
@@ -161,13 +161,25 @@ def add_fix_results(run_dir: RunDir, meta: dict, summary: dict, steps=None) -> N
             kind="fix-regression", severity="high", share=0.0, message=gain["message"],
             evidence={k: gain[k] for k in ("applied", "step_time_before_s", "step_time_after_s", "slower_pct")},
             fixes=[]).as_dict())
-    guard = compare_losses(read_losses(rd) or [], read_losses(run_dir) or [])
+    guard = with_worker_caveat(compare_losses(read_losses(rd) or [], read_losses(run_dir) or []),
+                               workers_started(summary["fixes"]))
     summary["loss_guard"] = guard
     if guard["status"] == "diverged":
         summary["findings"].insert(0, Finding(
             kind="fix-guard", severity="high", share=0.0,
-            message=f"the fixed run's loss diverges from the baseline's: {guard['message']}",
+            message=(f"the fixed run's loss differs from the baseline's: {guard['message']}" if guard.get("data_order")
+                     else f"the fixed run's loss diverges from the baseline's: {guard['message']}"),
             evidence=guard, fixes=[]).as_dict())
+
+
+def workers_started(fixes: dict) -> int | None:
+    """DataLoader workers the prefetch fix started (it leaves a loader that had workers alone), else None."""
+    for r in fixes.get("results") or []:
+        if r.get("id") == "prefetch" and r.get("status") == "applied":
+            n = max((e.get("num_workers") or 0 for e in r.get("events") or [] if e.get("status") == "applied"),
+                    default=0)
+            return n or None
+    return None
 
 
 def predicted_vs_measured(base_summary: dict, gain: dict) -> dict | None:
