@@ -45,14 +45,13 @@ def compare_losses(baseline: list, fixed: list, rtol: float = T.LOSS_GUARD_RTOL,
 def with_worker_caveat(guard: dict, workers: int | None) -> dict:
     """A loss difference where the fix moved loading into `workers` DataLoader workers (the baseline loaded on
     the training thread): each worker seeds its own generator and draws other random augmentations than the
-    plain run, so the difference is the fix's only if the plain script is reproducible with that worker count. Said
-    so, not
-    "the fix changes what is trained"; still a difference to check (a wrong fix duplicates data too)."""
+    plain run, so the difference is the fix's only if the plain script is reproducible with that worker count.
+    Said so, not "the fix changes what is trained"; still a difference to check (a wrong fix duplicates data)."""
     if guard.get("status") != "diverged" or not workers or guard.get("baseline_loss") is None:
         return guard
     msg = guard["message"].replace(": beyond tolerance, the fix changes what is trained", "")
     return {**guard, "data_order": True,
             "message": (f"{msg}: beyond tolerance, but the fixed run loads with {workers} DataLoader workers, each "
                         "seeding its own generator: they draw other random augmentations than the training thread "
-                        "did, and the difference is the fix's only if the plain script is seeded and gives the same loss with that worker "
-                        "count")}
+                        "did, and the difference is the fix's only if the plain script is seeded and gives the "
+                        "same loss with that worker count")}
