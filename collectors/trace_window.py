@@ -78,7 +78,8 @@ class TraceWindow:
         self.name, self.raw_name, self.trace_name = name, f"{name}.json", f"{name}.json.gz"
         self._append = append
         self._status = record_status
-        # the flight recorder's windows: Python functions too (what a stall did outside torch ops), and op shapes
+        # the flight recorder's windows: Python functions too (what a stall did outside torch ops); every window
+        # records op shapes (the FLOPs of its steps, analyzers/flops.py)
         self.python_stacks = python_stacks
         self.warmup_steps = max(1, warmup_steps)
         self.active_steps = active_steps
@@ -170,7 +171,7 @@ class TraceWindow:
             _OWN_BUILDS[0] += 1
             try:
                 prof = profile(activities=activities, on_trace_ready=self._export,
-                               with_stack=self.python_stacks, record_shapes=self.python_stacks,
+                               with_stack=self.python_stacks, record_shapes=True,   # shapes: FLOPs, MFU
                                schedule=schedule(wait=0, warmup=1, active=self.active_steps, repeat=1))
             finally:
                 _OWN_BUILDS[0] -= 1

@@ -105,8 +105,8 @@ def test_trace_requests_trace_the_due_stall_with_python_functions(tmp_path):
     assert (tmp_path / "trace-step78.json.gz").is_file()
     last = {name: reason for name, ok, reason in status}
     assert "1 window(s) traced" in last["anomaly"]
-    from haiprof.analysis.windows import _read_events
-    x = stall_trace.explain(_read_events(tmp_path / "trace-step78.json.gz"), ())
+    from haiprof.analysis.windows import read_events
+    x = stall_trace.explain(read_events(tmp_path / "trace-step78.json.gz"), ())
     # the recorded steps are 79, 80, 81: the checkpoint ran in step 80's span, the second recorded step
     assert x["step_in_window"] == 1
     assert x["culprit"] and x["culprit"].endswith("_checkpoint"), x
@@ -311,3 +311,77 @@ def test_the_standard_librarys_frames_are_never_the_culprit():
               _ev("pathlib.py(765): __truediv__", 1_000, 90_000),
               _ev("train.py(20): save_checkpoint", 2_000, 50_000)]
     assert stall_trace.explain(events)["culprit"] == "train.py(20): save_checkpoint"
+
+
+# -- compute efficiency: FLOPs from the traces' shapes, MFU --------------------------------------------------------
+@pytest.mark.parametrize("name, dims, concrete, expected", [
+    ("aten::mm", [[64, 512], [512, 10]], None, 2 * 64 * 512 * 10),
+    ("aten::addmm", [[512], [64, 512], [512, 512]], None, 2 * 64 * 512 * 512),
+    ("aten::bmm", [[8, 16, 32], [8, 32, 4]], None, 2 * 8 * 16 * 32 * 4),
+    # a 3x3 convolution, stride 2, padding 1: 16x16 -> 8x8
+    ("aten::convolution", [[2, 3, 16, 16], [8, 3, 3, 3], [8]],
+     ["", "", "", "[2, 2]", "[1, 1]", "[1, 1]", "False", "[0, 0]", "1"], 2 * 2 * 8 * 64 * 3 * 9),
+    ("aten::convolution_backward", [[2, 8, 8, 8], [2, 3, 16, 16], [8, 3, 3, 3]],
+     ["", "", "", "[8]", "[2, 2]", "[1, 1]", "[1, 1]", "False", "[0, 0]", "1", "[False, True, True]"],
+     2 * 2 * 8 * 64 * 3 * 9),   # grad weight only: the input needs none
+    ("aten::_scaled_dot_product_flash_attention", [[2, 4, 128, 64], [2, 4, 128, 64], [2, 4, 128, 64]], None,
+     4 * 2 * 4 * 128 * 128 * 64),
+    ("aten::relu", [[64, 512]], None, None),
+])
+def test_op_flops(name, dims, concrete, expected):
+    from haiprof.analyzers.flops import op_flops
+    assert op_flops(name, dims, concrete) == expected
+
+
+def test_flops_count_each_op_once_and_only_in_whole_steps():
+    from haiprof.analyzers.flops import count
+    ops = lambda t: [   # noqa: E731  aten::linear -> addmm -> (an inner mm the addmm calls): one count
+        {"ph": "X", "cat": "cpu_op", "name": "aten::linear", "ts": t, "dur": 50, "tid": 1,
+         "args": {"Input Dims": [[4, 8], [16, 8], [16]], "Input type": ["float"] * 3}},
+        {"ph": "X", "cat": "cpu_op", "name": "aten::addmm", "ts": t + 1, "dur": 40, "tid": 1,
+         "args": {"Input Dims": [[16], [4, 8], [8, 16]], "Input type": ["float"] * 3}},
+        {"ph": "X", "cat": "cpu_op", "name": "aten::mm", "ts": t + 2, "dur": 30, "tid": 1,
+         "args": {"Input Dims": [[4, 8], [8, 16]], "Input type": ["float"] * 2}}]
+    steps = [{"ph": "X", "cat": "user_annotation", "name": f"ProfilerStep#{i}", "ts": 100 * i, "dur": 100, "tid": 1}
+             for i in (1, 2)]
+    c = count(steps + ops(110) + ops(210) + ops(400))   # the last: after the steps, not counted
+    assert c["steps"] == 2 and c["flops_per_step"] == 2 * 4 * 8 * 16 and c["by_dtype"] == {"fp32": 2 * 4 * 8 * 16}
+    no_shapes = [{k: v for k, v in e.items() if k != "args"} for e in steps + ops(110)]
+    assert count(no_shapes)["shapes"] is False and count(no_shapes)["flops_per_step"] is None
+
+
+COMPUTE_BOUND_FLOPS = 5_913_444_352   # docs/benchmarks.md: examples/compute_bound.py, by hand
+
+
+@pytest.mark.slow
+def test_compute_bound_mfu_against_its_hand_count_and_the_measured_peak(example_run):
+    from conftest import load_summary
+    out, r = example_run("compute_bound.py")
+    assert r.returncode == 0, r.stderr
+    s = load_summary(out)
+    e = s["efficiency"]
+    assert abs(e["flops_per_step"] / COMPUTE_BOUND_FLOPS - 1) < 0.10, e
+    assert e["dtype"] == "fp32" and e["peak_source"].startswith("measured 1024x1024 fp32 matmul on this CPU")
+    assert e["achieved_flops"] == pytest.approx(e["flops_per_step"] / s["step_time_s"]["steady"])
+    assert e["mfu"] == pytest.approx(e["achieved_flops"] / e["peak_flops"]) and 0 < e["mfu"]
+    assert (out / "matmul_peak.json").is_file()   # measured once: a later `haiprof report` quotes the same peak
+    compute = next(f for f in s["findings"] if f["kind"] == "compute")
+    assert f"MFU {e['mfu']:.0%}" in compute["message"] and compute["evidence"]["mfu"] == e["mfu"]
+    assert "MFU" in (out / "report.html").read_text()
+
+
+@pytest.mark.slow
+def test_recorded_h100_traces_without_shapes_say_so(gpu_reports):
+    (d, r), = gpu_reports(["compute_base"]).values()
+    assert r.returncode == 0, r.stderr
+    from conftest import load_summary
+    e = load_summary(d)["efficiency"]
+    assert e["flops_per_step"] is None and e["mfu"] is None and "no op shapes" in e["note"]
+    assert "No FLOPs counted: the traces carry no op shapes" in (d / "report.html").read_text()
+
+
+def test_gpu_peak_table_by_model_and_dtype():
+    from haiprof.analyzers.flops import gpu_peak
+    assert gpu_peak("NVIDIA H100 80GB HBM3", "bf16") == pytest.approx(989.4e12)
+    assert gpu_peak("NVIDIA A100-SXM4-80GB", "tf32") == pytest.approx(156e12)
+    assert gpu_peak("Some Future GPU", "bf16") is None

@@ -18,7 +18,7 @@ from ..rundir import SCHEMA_VERSION, TRACE_FILE, RunDir
 from . import device as device_analysis
 from . import gpu as gpu_analysis
 from . import hardware as hw_analysis
-from . import whole_run, windows
+from . import efficiency, whole_run, windows
 from .run_model import BULK_RECORDS, PER_STEP_EXTRAS, Run  # noqa: F401 (the record classes: re-exported)
 # findings judged from step shares: none below the verdict's MIN_STEPS measured steps
 MIN_STEPS_KINDS = {"io", "compute", "launch", "communication", "other", "energy"}
@@ -165,6 +165,9 @@ def analyze(run_dir: RunDir, extra_findings: list | None = None, run: Run | None
     whole = whole_run.analyze(windows.with_traced_stalls(steady, all_steps, summary["trace_windows"]), records,
                               samples)
     windows.explain_stalls(summary["trace_windows"], whole, run_dir.path, (stats.get("median") or 0) * 1e3 or None)
+    summary["efficiency"] = efficiency.analyze(run_dir.path, meta, summary["trace_windows"], windows.read_events,
+                                               stats.get("steady"), device is not None)   # FLOPs, MFU
+    efficiency.quote_mfu(summary["findings"], summary["efficiency"])
     summary["findings"] = verdict.sort_findings(summary["findings"] + whole["findings"])
     summary["slowest_steps"] = whole["slowest_steps"]
     if exit_code is None:

@@ -95,7 +95,7 @@ def _own_dirs() -> tuple:
     return tuple(d + os.sep for d in dirs)
 
 
-def _read_events(path) -> list | None:
+def read_events(path) -> list | None:
     try:
         if path.stat().st_size > MAX_TRACE_BYTES:
             return None
@@ -116,7 +116,7 @@ def explain_stalls(windows: list, whole: dict, run_path, median_step_ms: float |
         an = w.get("anomaly")
         if not an or not w.get("file"):
             continue
-        events = _read_events(run_path / w["file"])
+        events = read_events(run_path / w["file"])
         x = stall_trace.explain(events, own, median_step_ms) if events else None
         if x is None:
             continue

@@ -19,12 +19,34 @@ def _why(w: dict) -> str:
     return "after warm-up" if w.get("asked_step") is None else f"asked for at step {w['asked_step']}"
 
 
+def _flops(x) -> str:
+    for unit, scale in (("TFLOP", 1e12), ("GFLOP", 1e9), ("MFLOP", 1e6), ("kFLOP", 1e3)):
+        if x >= scale:
+            return f"{x / scale:.3g} {unit}"
+    return f"{x:.3g} FLOP"
+
+
+def _efficiency(d) -> str:
+    e = d.summary.get("efficiency")
+    if not e:
+        return ""
+    steady = (d.summary.get("step_time_s") or {}).get("steady")
+    rows = [{"file": w["file"], "flops": _flops(w["flops_per_step"]) if w.get("flops_per_step") else "n/a",
+             "achieved": f"{_flops(w['achieved_flops'])}/s" if w.get("achieved_flops") else "n/a",
+             "mfu": f"{w['mfu']:.1%}" if w.get("mfu") else "n/a"} for w in e.get("windows") or []]
+    return render("windows.html.j2", "efficiency", e=e, rows=rows,
+                  flops=_flops(e["flops_per_step"]) if e.get("flops_per_step") else None,
+                  achieved=f"{_flops(e['achieved_flops'])}/s" if e.get("achieved_flops") else None,
+                  peak=f"{_flops(e['peak_flops'])}/s" if e.get("peak_flops") else None,
+                  mfu=f"{e['mfu']:.1%}" if e.get("mfu") else None, steady=f"{steady * 1e3:.1f}" if steady else None)
+
+
 def section_windows(d, figs) -> str:
     windows = d.summary.get("trace_windows") or []
     if len(windows) < 2:
-        return ""   # the one window after warm-up is the op-level trace section's
+        return _efficiency(d)   # the one window after warm-up is the op-level trace section's
     rows = [{"file": w.get("file"), "steps": f"{w['first_step']}–{w['last_step']}", "inside": _ms(w["step_ms"]),
              "around": _ms(w.get("around_ms")),
              "slower": "n/a" if w.get("slowdown") is None else f"{w['slowdown']:.2f}×", "why": _why(w),
              "explained": w.get("explained")} for w in windows]
-    return render("windows.html.j2", "section", rows=rows)
+    return render("windows.html.j2", "section", rows=rows) + _efficiency(d)

@@ -11,6 +11,8 @@ import time
 from dataclasses import dataclass, field
 from pathlib import Path
 
+from haiprof.collectors.matmul_peak import cpu_model
+
 from ..rundir import RunDir
 from ..version import __version__
 from .conditions import setup_conditions
@@ -61,15 +63,6 @@ def claim_out_dir(out: str | None, target_name: str) -> RunDir:
     return RunDir.claim(out) if out else RunDir.claim_new(DEFAULT_PARENT, target_name)
 
 
-def _cpu_model() -> str:
-    try:
-        with open("/proc/cpuinfo", encoding="utf-8") as f:
-            for line in f:
-                if line.startswith("model name"):
-                    return line.split(":", 1)[1].strip()
-    except OSError:
-        pass
-    return platform.processor() or platform.machine()
 
 
 def _gpus() -> list[str]:
@@ -96,7 +89,7 @@ def collect_meta(opts: RunOptions, target_name: str, run_dir: RunDir) -> dict:
         "target_name": target_name, "script": opts.script, "module": opts.module, "argv": list(opts.args),
         "cwd": os.getcwd(), "host": socket.gethostname(), "pid": os.getpid(),
         "python": platform.python_version(), "torch": torch.__version__,
-        "cpu_model": _cpu_model(), "cpu_count": os.cpu_count(),
+        "cpu_model": cpu_model(), "cpu_count": os.cpu_count(),
         "cpu_affinity": len(os.sched_getaffinity(0)) if hasattr(os, "sched_getaffinity") else None,
         "gpus": _gpus(), "start_time": time.time(), "start_monotonic_ns": time.monotonic_ns(),
         "end_time": None, "exit_code": None,

@@ -138,7 +138,7 @@ def profile_target(run_dir: RunDir, opts: RunOptions, on_exit: Callable, fix_pla
         unwritten.attempt("meta.json", lambda: run_dir.update_meta(
             end_time=time.time(), end_monotonic_ns=time.monotonic_ns(), exit_code=outcome_.exit_code,
             how=outcome_.how, error=outcome_.error, steps_limit=opts.steps, **how, cpu_wait_share=wait.share(),
-            script_uses=dict(recorder.script_uses)))
+            script_uses=dict(recorder.script_uses), **_torch_math()))
         unwritten.say()
 
     if opts.steps:
@@ -195,3 +195,14 @@ def profile_target(run_dir: RunDir, opts: RunOptions, on_exit: Callable, fix_pla
 
 def _say(line: str) -> None:
     say(line)   # the process's own stderr (errors.keep_stderr), never the script's replacement
+
+
+def _torch_math() -> dict:
+    """The torch threads and fp32 matmul precision the script left set: the MFU's peak is measured (a CPU) or
+    looked up (fp32 or TF32 on a GPU) for those (haiprof/analysis/efficiency.py)."""
+    torch = sys.modules.get("torch")
+    try:
+        return {"torch_threads": torch.get_num_threads(),
+                "float32_matmul_precision": torch.get_float32_matmul_precision()} if torch is not None else {}
+    except Exception:   # a torch too old or half torn down: the figures are left out, the run is not
+        return {}

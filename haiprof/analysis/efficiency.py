@@ -1,0 +1,114 @@
+"""Compute efficiency of the traced windows (summary.json `efficiency`): FLOPs per step from each trace's op shapes
+(analyzers/flops.py), achieved FLOP/s on the steady step, and MFU against a peak.
+
+Wiring only. The peak: on a CUDA run the peak table for the GPU model and the dtype the matmuls used; on a CPU run a
+matmul peak measured on this machine (collectors/matmul_peak.py) with the torch threads the run used, kept in the
+run directory (MATMUL_PEAK) so a later `haiprof report` quotes the same one, and measured only on the machine that
+ran it (same host and CPU model): elsewhere the peak is not known, and said so. A trace recorded without shapes
+(the default window before this release, the recorded H100 runs) counts no FLOPs: said so, never guessed.
+"""
+from __future__ import annotations
+
+import json
+import platform
+import socket
+
+from haiprof.analyzers import flops
+
+MATMUL_PEAK = "matmul_peak.json"
+MAX_WINDOWS = 8   # traces read for their FLOPs: the first ones (a run of days traces a window every few minutes)
+
+
+def _same_machine(meta: dict) -> bool:
+    from haiprof.collectors.matmul_peak import cpu_model
+    return meta.get("host") == socket.gethostname() and meta.get("cpu_model") == cpu_model()
+
+
+def _cpu_peak(run_path, meta: dict, dtype: str) -> dict | None:
+    path = run_path / MATMUL_PEAK
+    try:
+        kept = json.loads(path.read_text())
+        if kept.get("dtype") == dtype:
+            return kept
+    except (OSError, ValueError, AttributeError):
+        pass
+    if not _same_machine(meta):
+        return None
+    from haiprof.collectors.matmul_peak import measure
+    peak = measure(dtype, meta.get("torch_threads"))
+    if peak is not None:
+        peak["machine"] = platform.node()
+        try:
+            path.write_text(json.dumps(peak))
+        except OSError:
+            pass
+    return peak
+
+
+def quote_mfu(findings: list[dict], eff: dict | None) -> None:
+    """The compute finding quotes the MFU (in place: findings not yet checked)."""
+    from haiprof.analyzers.findings import edited
+    if not eff or not eff.get("mfu"):
+        return
+    for i, f in enumerate(findings):
+        if f.get("kind") == "compute":
+            findings[i] = edited(f, message=f"{f['message']}; MFU {eff['mfu']:.0%} ({_flops(eff['achieved_flops'])}"
+                                 f"/s of {_flops(eff['peak_flops'])}/s, {eff['peak_source']})",
+                                 evidence={**(f.get("evidence") or {}), "mfu": eff["mfu"],
+                                           "achieved_flops": eff["achieved_flops"], "peak_flops": eff["peak_flops"]})
+
+
+def _flops(x: float) -> str:
+    for unit, scale in (("TFLOP", 1e12), ("GFLOP", 1e9), ("MFLOP", 1e6)):
+        if x >= scale:
+            return f"{x / scale:.3g} {unit}"
+    return f"{x:.3g} FLOP"
+
+
+def analyze(run_path, meta: dict, windows: list, read_events, steady_s: float | None, cuda: bool) -> dict | None:
+    """{"windows": [...], "flops_per_step", "dtype", "achieved_flops", "peak_flops", "peak_source", "mfu",
+    "note"}; None when the run traced no window."""
+    rows = []
+    for w in windows[:MAX_WINDOWS]:
+        if not w.get("file"):
+            continue
+        events = read_events(run_path / w["file"])
+        if not events:
+            continue
+        c = flops.count(events)
+        row = {"file": w["file"], "shapes": c["shapes"], "flops_per_step": c["flops_per_step"],
+               "by_dtype": c["by_dtype"], "by_op": c["by_op"], "step_ms": w.get("step_ms")}
+        row.update(flops.efficiency(c["flops_per_step"], (w.get("step_ms") or 0) / 1e3 or None, None))
+        rows.append(row)
+    if not rows:
+        return None
+    counted = [r for r in rows if r["flops_per_step"]]
+    out = {"windows": rows, "flops_per_step": None, "dtype": None, "achieved_flops": None, "peak_flops": None,
+           "peak_source": None, "mfu": None, "note": None}
+    if not counted:
+        out["note"] = ("the traces carry no op shapes (recorded without record_shapes): no FLOPs counted"
+                       if not any(r["shapes"] for r in rows) else "no matmul, convolution or attention in the traces")
+        return out
+    best = max(counted, key=lambda r: r["flops_per_step"])   # the window of whole training steps
+    dtype = max(best["by_dtype"], key=best["by_dtype"].get)
+    out.update(flops_per_step=best["flops_per_step"], dtype=dtype)
+    if cuda:
+        gpu = ((meta.get("gpus") or [""])[0]) or ""
+        if dtype == "fp32" and meta.get("float32_matmul_precision") in ("high", "medium"):
+            dtype = "tf32"   # fp32 matmuls the script let run on tensor cores
+        peak = flops.gpu_peak(gpu, dtype)
+        out.update(peak_flops=peak, peak_source=f"peak table: {gpu} {dtype} dense" if peak else None)
+        if peak is None:
+            out["note"] = f"no peak in the table for {gpu or 'this GPU'} in {dtype}"
+    else:
+        peak = _cpu_peak(run_path, meta, dtype)
+        if peak:
+            out.update(peak_flops=peak["flops"], peak_source=f"measured {peak['size']}x{peak['size']} {dtype} "
+                       f"matmul on this CPU, {peak['threads']} thread(s)")
+        else:
+            out["note"] = "the CPU's matmul peak is measured on the machine that ran it: not this one"
+    out.update(flops.efficiency(out["flops_per_step"], steady_s, out["peak_flops"]))
+    for r in rows:
+        if r["achieved_flops"] and out["peak_flops"]:
+            r["mfu"] = r["achieved_flops"] / out["peak_flops"]
+    return out
