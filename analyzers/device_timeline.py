@@ -25,7 +25,7 @@ from dataclasses import dataclass, field
 import numpy as np
 
 from .step_columns import (ALL_PHASES, CODE, PHASES, STEP_MARK, TRACE_BEGIN, TRACE_END, Split, split_of_records,
-                           trace_windows, traced_mask)
+                           steady_rows, trace_windows, traced_mask)
 from .timeline_owner import K, Intervals, device_partition
 
 from haiprof.rundir.vocabulary import GPU_STEP_MARK
@@ -316,24 +316,12 @@ def shares(steps: DeviceSteps, density: float | None) -> dict | None:
 
 
 def steady(steps: DeviceSteps, warmup: int) -> DeviceSteps:
-    """Steps after warm-up (the first `warmup` host steps, and the slow start of a torch.compile or CUDA-graph
-    run: leading steps longer than LEADING_SLOW x the median of the rest) and outside the tracing window."""
-    kept = steps.select((steps.index > warmup) & ~steps.traced)
-    if len(kept) < 2:
-        kept = steps.select(~steps.traced) if (~steps.traced).any() else steps
-    return _drop_slow_start(kept)
-
-
-LEADING_SLOW = 3.0
-
-
-def _drop_slow_start(steps: DeviceSteps) -> DeviceSteps:
-    if len(steps) < 4:
-        return steps
-    d = steps.duration_ns
-    median = np.sort(d)[len(d) // 2]
-    half = d[:len(d) // 2] > LEADING_SLOW * median
-    return steps.take(slice(int(half.argmin()) if not half.all() else len(half), None))
+    """The device's steady steps: the one rule of every clock (step_columns.steady_rows: after the first
+    `warmup` steps with device time, outside the tracing window, without a slow start)."""
+    rows = steady_rows(steps.duration_ns, steps.traced, warmup)
+    mask = np.zeros(len(steps), dtype=bool)
+    mask[rows] = True
+    return steps.select(mask)
 
 
 def measured(steps: DeviceSteps) -> DeviceSteps:

@@ -36,6 +36,34 @@ class Step:
         return self.end_ns - self.start_ns
 
 
+# The steady steps: one definition for every clock (host steps, device steps) and every consumer
+LEADING_SLOW = 3.0   # a leading step this many times the median is a slow start (compilation, CUDA-graph capture)
+MIN_UNTRACED = 3     # the verdict's minimum (thresholds.MIN_STEPS): fewer untraced steps are no statistic
+
+
+def steady_rows(duration_ns: np.ndarray, traced: np.ndarray, warmup: int) -> np.ndarray:
+    """Row numbers of a run's steady steps, on any clock (the rows: the steps that clock measured, in order):
+    after the first `warmup` of them (all when no more than one would remain), outside the tracing window
+    (the traced ones too when fewer than MIN_UNTRACED others remain, which the summary flags), without the slow
+    start of a torch.compile or CUDA-graph run (leading_slow)."""
+    n = len(duration_ns)
+    rows = np.arange(warmup, n) if n > warmup + 1 else np.arange(n)
+    untraced = rows[~np.asarray(traced, dtype=bool)[rows]]
+    rows = untraced if len(untraced) >= MIN_UNTRACED else rows
+    return rows[leading_slow(np.asarray(duration_ns)[rows]):]
+
+
+def leading_slow(durations, factor: float = LEADING_SLOW) -> int:
+    """How many leading steps are a slow start (compilation, CUDA-graph capture): each longer than factor x the
+    median step, at most half of the steps, none when fewer than 4 steps."""
+    if len(durations) < 4:
+        return 0
+    d = np.asarray(durations)
+    median = np.partition(d, len(d) // 2)[len(d) // 2]
+    half = d[:len(d) // 2] > factor * median
+    return int(half.argmin()) if not half.all() else len(half)
+
+
 def attribute(intervals: list, start: int, end: int) -> dict:
     """Nanoseconds per phase in [start, end): innermost covering interval wins, then PRIORITY; rest 'other'."""
     out = dict.fromkeys(ALL_PHASES, 0)

@@ -18,9 +18,9 @@ import numpy as np
 
 # the partition's definitions and its columns (step_columns.py); imported here for the callers of this module
 from .step_columns import (ALL_PHASES, BACKWARD_MARK, CODE, EVAL, EVAL_MIN_FORWARDS, GPU_PREFIX,  # noqa: F401
-                           PHASES, PRIORITY, STEP_MARK, TRACE_BEGIN, TRACE_END, Split, Step, StepColumns,
-                           attribute, attribute_columns, build_step_columns, split_of_records, trace_windows,
-                           traced_mask)
+                           LEADING_SLOW, MIN_UNTRACED, PHASES, PRIORITY, STEP_MARK, TRACE_BEGIN, TRACE_END, Split,
+                           Step, StepColumns, attribute, attribute_columns, build_step_columns, leading_slow,
+                           split_of_records, steady_rows, trace_windows, traced_mask)
 
 
 def split_records(records) -> tuple[list, list, list]:
@@ -157,34 +157,14 @@ def seconds_per_step(steps: list[Step]) -> float | None:
 
 
 def steady_steps(steps, warmup: int):
-    """Steps after warm-up and outside the tracing window (all of them when too few remain; traced steps too
-    when fewer than MIN_UNTRACED are left, which the summary flags: statistics of one or two steps describe
-    nothing), without the slow start of a torch.compile run (leading steps longer than LEADING_SLOW x the
-    median, as on the device timeline)."""
-    if isinstance(steps, StepColumns):   # the same over columns: StepColumns in, StepColumns out
-        key = ("steady", warmup)   # asked for by several analyses: one copy of a long run's steps, not one each
-        if key not in steps.derived:
-            kept = steps[warmup:] if len(steps) > warmup + 1 else steps
-            untraced = kept.take(~kept.traced) if kept.traced.any() else kept
-            kept = untraced if len(untraced) >= MIN_UNTRACED else kept
-            steps.derived[key] = kept[leading_slow(kept.duration_ns):]
-        return steps.derived[key]
-    kept = steps[warmup:] if len(steps) > warmup + 1 else steps
-    untraced = [s for s in kept if not s.traced]
-    kept = untraced if len(untraced) >= MIN_UNTRACED else kept
-    return kept[leading_slow([s.duration_ns for s in kept]):]
-
-
-LEADING_SLOW = 3.0
-MIN_UNTRACED = 3   # the verdict's minimum (analyzers/thresholds.MIN_STEPS): fewer untraced steps are no statistic
-
-
-def leading_slow(durations: list, factor: float = LEADING_SLOW) -> int:
-    """How many leading steps are a slow start (compilation, CUDA-graph capture): each longer than factor x the
-    median step, at most half of the steps, none when fewer than 4 steps."""
-    if len(durations) < 4:
-        return 0
-    d = np.asarray(durations)
-    median = np.partition(d, len(d) // 2)[len(d) // 2]
-    half = d[:len(d) // 2] > factor * median
-    return int(half.argmin()) if not half.all() else len(half)
+    """The host's steady steps (step_columns.steady_rows: after warm-up, outside the tracing window, without a
+    slow start): StepColumns in, StepColumns out (a list of Step gives a list)."""
+    if not isinstance(steps, StepColumns):
+        cols = StepColumns.of(steps)
+        return [steps[i] for i in steady_rows(cols.duration_ns, cols.traced, warmup).tolist()]
+    key = ("steady", warmup)   # asked for by several analyses: one copy of a long run's steps, not one each
+    if key not in steps.derived:
+        rows = steady_rows(steps.duration_ns, steps.traced, warmup)
+        one_run = len(rows) and rows[-1] - rows[0] + 1 == len(rows)
+        steps.derived[key] = steps.take(slice(int(rows[0]), int(rows[-1]) + 1)) if one_run else steps.take(rows)
+    return steps.derived[key]

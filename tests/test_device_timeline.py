@@ -62,3 +62,30 @@ def test_a_last_step_whose_events_never_resolved_is_estimated_not_dropped():
     # each resolved step: the GPU idles 3.5 of its 10 ms while the host waits for the batch (the rest of the 4 ms
     # wait overlaps the previous step's optimizer span on the device)
     assert sh["steps"] == 4 and sh["phase_share"]["dataloader"] == pytest.approx(0.35)
+
+
+def test_host_and_device_steady_steps_are_one_rule():
+    """The same steps on the two clocks keep the same steady steps (step_columns.steady_rows): the device's rule
+    was its own (steps after host step `warmup` by number, two untraced ones enough), so a run whose first step
+    had device time lost its second one too, and two untraced steps made a statistic on the device only."""
+    import numpy as np
+    from haiprof.analyzers.step_columns import StepColumns
+    from haiprof.analyzers.steps import steady_steps
+
+    def both(durations, traced):
+        n = len(durations)
+        idx = np.arange(n)
+        start = np.concatenate([[0], np.cumsum(durations)[:-1]]).astype(np.int64)
+        end = start + np.asarray(durations, dtype=np.int64)
+        host = StepColumns(idx, start, end, np.zeros((n, 7), np.int64), np.asarray(traced, bool))
+        dev = D.DeviceSteps(idx, start, end, np.zeros((n, len(D.BUSY))), np.zeros((n, 7)), np.asarray(traced, bool),
+                            np.zeros(n, bool))
+        return steady_steps(host, 1).index.tolist(), D.steady(dev, 1).index.tolist()
+
+    ms = 10**6
+    h, d = both([30 * ms] + [10 * ms] * 7, [False] * 8)             # device time from step 0 on
+    assert h == d == [1, 2, 3, 4, 5, 6, 7]
+    h, d = both([10 * ms] * 6, [False, False, True, True, True, False])   # two untraced after warm-up
+    assert h == d == [1, 2, 3, 4, 5]                                   # too few: the traced ones join them
+    h, d = both([10 * ms] + [90 * ms] * 2 + [10 * ms] * 6, [False] * 9)   # a slow start after warm-up
+    assert h == d == [3, 4, 5, 6, 7, 8]
