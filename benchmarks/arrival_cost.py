@@ -8,9 +8,10 @@ transfer with them (analyzers/distributed.comm_split, analyzers/culprit.py).
 On examples/ddp_comm_bound.py's model (six 1024x1024 linear layers, 14 parameters, batch 32) and on a model of
 1,000 one-element parameters (the per-parameter cost's worst case), one process: backward with the observer's
 hooks installed and removed in alternation, `--rounds` rounds of `--steps` backward passes (the minimum per model),
-the training thread's CPU time with torch on one thread (the machine's load stays out). Printed: µs per sync (one per backward) and per
-parameter hook, the ratio to backward's own time, and to the sync's own time in the recorded 2-rank gloo job
-(tests/data/ddp_rank200, the same model at 2 layers: its transfer per step, the minimum of the ranks' exposed sync).
+the training thread's CPU time with torch on one thread (the machine's load stays out). Printed: µs per sync (one
+per backward) and per parameter hook, the ratio to backward's own time, and to the sync's own time in the recorded
+2-rank gloo job (tests/data/ddp_rank200, the same model at 2 layers: its transfer per step, the minimum of the
+ranks' exposed sync).
 """
 from __future__ import annotations
 
@@ -116,7 +117,8 @@ def main() -> None:
         m = rows[kind] = measure(kind, a.rounds, a.steps)
         of_sync = f"{m['per_sync_us'] / (transfer * 1e3):.2e}" if transfer else "n/a"
         print(f"{m['model']:>15} {m['params']:>6} {m['backward_ms']:>11.2f} {m['hooked_ms']:>9.2f} "
-              f"{m['per_sync_us']:>8.1f} {m['per_param_us']:>8.2f} {m['per_sync_us'] / (m['backward_ms'] * 1e3):>11.2e} "
+              f"{m['per_sync_us']:>8.1f} {m['per_param_us']:>8.2f} "
+              f"{m['per_sync_us'] / (m['backward_ms'] * 1e3):>11.2e} "
               f"{of_sync:>11} {m['median_diff_us']:>10.1f}", flush=True)
 
     # a hook's own cost is microseconds: on a 40 ms backward the direct difference is within the load's noise, so

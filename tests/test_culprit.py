@@ -158,7 +158,8 @@ def test_job_page_names_its_populations_and_agrees_with_itself(jobs):
     m = re.search(r"Step-time spread: rank (\d+) [\d.]+ ms to rank (\d+)", text)
     assert m and m.group(1) != m.group(2), m
     # DDP's own timers (exposed part) agree with the exposed communication the page quotes, both means over ranks
-    ddp = re.search(r"DDP reducer: [\d.]+ ms communication per step \(its own timers, mean over ranks\).*? exposed, ([\d.]+) ms", text)
+    ddp = re.search(r"DDP reducer: [\d.]+ ms communication per step \(its own timers, mean over ranks\).*? "
+                    r"exposed, ([\d.]+) ms", text)
     exposed_ms = s["distributed"]["comm"]["exposed_share"] * s["step_time_s"]["steady"] * 1e3
     assert ddp and float(ddp.group(1)) == pytest.approx(exposed_ms, rel=0.05)
     # each chart says whose figures it draws
