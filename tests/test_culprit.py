@@ -162,6 +162,7 @@ def test_job_page_names_its_populations_and_agrees_with_itself(jobs):
                     r"exposed, ([\d.]+) ms", text)
     exposed_ms = s["distributed"]["comm"]["exposed_share"] * s["step_time_s"]["steady"] * 1e3
     assert ddp and float(ddp.group(1)) == pytest.approx(exposed_ms, rel=0.05)
+    assert "The other ranks wait for node node003: 40 ms per step" in text   # the Ranks panel names it too
     # each chart says whose figures it draws
     titles = {k: f["layout"]["title"]["text"] for k, f in _figs(data).items()}
     assert titles["share"].endswith("(mean over 64 ranks)") and titles["steps"].endswith("(rank 0)")

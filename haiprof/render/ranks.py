@@ -138,7 +138,12 @@ def _paragraphs(dist: dict) -> list[tuple[str, str]]:
         out.append(("", f"{who}: {ddp['comm_ms']:.1f} ms communication per step (its own timers, mean over "
                         f"ranks), {ddp['overlap_ms']:.1f} ms of it overlapped with {with_what}: "
                         f"{_pct(ddp['exposed_fraction'])} exposed, {ddp['comm_ms'] - ddp['overlap_ms']:.1f} ms."))
-    out += [("warn", f"Straggler: rank {s['rank']} ({s['host']}): {s['reason']}") for s in dist.get("stragglers", [])]
+    culprits = dist.get("culprits") or []   # analyzers/culprit.py: who the others wait for, slowest first
+    out += [("warn", f"The other ranks wait for {c['subject']}: {c['late_ms']:.0f} ms per step "
+                     f"({100 * c['late_share']:.0f}% of the step), cause: {c['cause']}") for c in culprits]
+    named = {k for c in culprits for k in c["ranks"]}
+    out += [("warn", f"Straggler: rank {s['rank']} ({s['host']}): {s['reason']}") for s in dist.get("stragglers", [])
+            if s["rank"] not in named]
     if dist.get("gather"):
         g = dist["gather"].get("ranks", {})
         kinds: dict = {}
