@@ -159,7 +159,7 @@ class _FakeKineto:
     seen_at_stop: list = []
     sets_teardown_off = False
 
-    def __init__(self, activities, on_trace_ready, schedule):
+    def __init__(self, activities, on_trace_ready, schedule, **options):   # with_stack, record_shapes
         self.on_trace_ready, self.schedule, self.n = on_trace_ready, schedule, 0
         self.stopped = False
 
