@@ -112,13 +112,9 @@ def attribute_all(intervals: list, windows: list) -> list[dict]:
     return [dict(zip(ALL_PHASES, row)) for row in out.tolist()]
 
 
-def mark_traced(steps, windows: list) -> None:
-    if isinstance(steps, StepColumns):
-        steps.traced[:] = traced_mask(steps.start_ns, steps.end_ns, windows)
-        steps.derived.clear()
-        return
-    for s in steps:
-        s.traced = any(s.end_ns > b and s.start_ns < e for b, e in windows)
+def mark_traced(steps: StepColumns, windows: list) -> None:
+    steps.traced[:] = traced_mask(steps.start_ns, steps.end_ns, windows)
+    steps.derived.clear()
 
 
 def _columns(steps):
@@ -156,12 +152,9 @@ def seconds_per_step(steps: list[Step]) -> float | None:
     return int(_columns(steps).duration_ns.sum()) / len(steps) / 1e9
 
 
-def steady_steps(steps, warmup: int):
+def steady_steps(steps: StepColumns, warmup: int) -> StepColumns:
     """The host's steady steps (step_columns.steady_rows: after warm-up, outside the tracing window, without a
-    slow start): StepColumns in, StepColumns out (a list of Step gives a list)."""
-    if not isinstance(steps, StepColumns):
-        cols = StepColumns.of(steps)
-        return [steps[i] for i in steady_rows(cols.duration_ns, cols.traced, warmup).tolist()]
+    slow start), as columns."""
     key = ("steady", warmup)   # asked for by several analyses: one copy of a long run's steps, not one each
     if key not in steps.derived:
         rows = steady_rows(steps.duration_ns, steps.traced, warmup)

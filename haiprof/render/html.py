@@ -27,20 +27,19 @@ from ..rundir.vocabulary import ALL_PHASES as PHASES
 
 def step_columns(steps, keys) -> dict:
     """The step chart's numpy columns (the one place the chart meets the steps): index, duration_ns, ns per phase
-    and traced (the op-level tracing window's steps). `steps`: StepColumns (arrays as they are) or Step objects
-    (the device partition of a CUDA run)."""
-    if hasattr(steps, "arrays"):
-        a = steps.arrays()
-        n = len(a["index"])
-        zero = np.zeros(n)
-        f64 = np.float64   # asarray: float columns (the device steps') are not copied
-        return {"index": a["index"], "traced": a["traced"], "duration_ns": np.asarray(a["duration_ns"], dtype=f64),
-                "phases": {k: np.asarray(a["phases"][k], dtype=f64) if k in a["phases"] else zero for k in keys}}
-    n = len(steps)
-    return {"index": np.fromiter((st.index for st in steps), np.int64, n),
-            "traced": np.fromiter((st.traced for st in steps), bool, n),
-            "duration_ns": np.fromiter((st.end_ns - st.start_ns for st in steps), np.float64, n),
-            "phases": {k: np.fromiter((st.phases_ns.get(k, 0) for st in steps), np.float64, n) for k in keys}}
+    and traced (the op-level tracing window's steps). `steps`: StepColumns, the host's or the device's (a run
+    without device steps has none: empty columns)."""
+    if not hasattr(steps, "arrays"):
+        if len(steps):
+            raise TypeError("the step chart takes the steps as columns (StepColumns)")
+        return {"index": np.zeros(0, np.int64), "traced": np.zeros(0, bool), "duration_ns": np.zeros(0),
+                "phases": {k: np.zeros(0) for k in keys}}
+    a = steps.arrays()
+    n = len(a["index"])
+    zero = np.zeros(n)
+    f64 = np.float64   # asarray: float columns (the device steps') are not copied
+    return {"index": a["index"], "traced": a["traced"], "duration_ns": np.asarray(a["duration_ns"], dtype=f64),
+            "phases": {k: np.asarray(a["phases"][k], dtype=f64) if k in a["phases"] else zero for k in keys}}
 
 
 # -- sections ------------------------------------------------------------------------------------------------
