@@ -31,6 +31,8 @@ from .findings import Finding
 INPUT = ("dataloader", "h2d")
 COMPUTE = ("forward", "backward", "optimizer")
 MAX_CULPRITS = 5           # named one by one; the rest stay in the outlier list
+# a rank's own findings that are its host's signs (evidence 5): NUMA placement, its links, other load on its host
+HOST_KINDS = ("numa", "placement", "link", "busy-neighbour")
 # The steps a pause shows in: its "other" time above the others' by at least this share of its largest excess.
 PAUSE_STEP = 0.5
 CAUSE_ORDER = ("input", "run-queue", "pause", "compute")
@@ -141,9 +143,32 @@ def _intermittent(ranks: list, figs: dict, step_ms: float) -> list:
              "local_rank": ranks[top].meta.get("local_rank")}]
 
 
-def culprits(ranks: list, slow: list, spread: dict, steady_s: float | None) -> list[dict]:
+def host_signs(summaries: dict) -> dict:
+    """rank -> its host's own signs (evidence 5: throttling, NIC, NUMA, a busy neighbour), from the rank's summary:
+    {"numa": message, ..., "throttle": "GPU 0: hw_slowdown"}."""
+    out = {}
+    for rank, s in summaries.items():
+        signs = {f["kind"]: f.get("message", "") for f in s.get("findings") or [] if f.get("kind") in HOST_KINDS}
+        gpus = ((s.get("hardware") or {}).get("gpu") or {})
+        throttled = [f"GPU {i}: {', '.join(g['throttle_reasons_seen'])}" for i, g in gpus.items()
+                     if isinstance(g, dict) and g.get("throttle_reasons_seen")]
+        if throttled:
+            signs["throttle"] = "; ".join(throttled)
+        out[rank] = signs
+    return out
+
+
+def _own_signs(signs: dict, members: set) -> dict:
+    """The members' host signs that the other ranks do not show (one of theirs explains nothing of the gap)."""
+    mine = {k: v for m in members for k, v in (signs.get(m) or {}).items()}
+    theirs = {k for r, s in signs.items() if r not in members for k in s}
+    return {k: v for k, v in mine.items() if k not in theirs}
+
+
+def culprits(ranks: list, slow: list, spread: dict, steady_s: float | None, signs: dict | None = None) -> list[dict]:
     """The ranks and nodes the job waits for, slowest first, each with its lateness, cause and what fixing it
-    alone gives back: [{kind: rank|node, subject, ranks, host, late_ms, gain_ms, cause...}]."""
+    alone gives back: [{kind: rank|node, subject, ranks, host, late_ms, gain_ms, cause...}]. `signs`: host_signs
+    of the ranks' summaries (its host's throttling, NIC, NUMA), quoted with a compute cause."""
     n = min((len(r.table["duration_ns"]) if r.table is not None else len(r.steps) for r in ranks), default=0)
     if len(ranks) < 2 or n == 0 or not steady_s:
         return []
@@ -163,6 +188,7 @@ def culprits(ranks: list, slow: list, spread: dict, steady_s: float | None) -> l
         c["late_ms"] = _late(figs, members) if members else 0.0
         c["subject"] = f"node {c['host']}" if c["kind"] == "node" else f"rank {c['ranks'][0]}"
         c.update(cause(figs, members, c["late_ms"]) if members else {"cause": "other", "excess_ms": {}})
+        c["host_signs"] = _own_signs(signs or {}, members)
     found = sorted((c for c in found if c["late_ms"] >= T.OUTLIER_MIN_SHARE * step_ms),
                    key=lambda c: -c["late_ms"])[:MAX_CULPRITS]
     for i, c in enumerate(found):   # alone: the first takes the job down to the next one's lateness
@@ -200,8 +226,11 @@ def because(c: dict) -> str:
     if c["cause"] == "data imbalance":
         return f"{poss} batches are {c['batch_ratio']:.2f}x the other ranks'"
     if c["cause"] == "compute":
+        host = c.get("host_signs") or {}
+        seen = ("; its host shows what the others' do not: " + "; ".join(f"{k}: {v[:120]}" for k, v in host.items())
+                if host else "")
         return (f"{poss} compute takes {x['compute']:.0f} ms per step longer than the other ranks' on batches of the "
-                f"same size, with no more run-queue wait")
+                f"same size, with no more run-queue wait{seen}")
     return f"{who} spends {c['late_ms']:.0f} ms per step more before the gradient sync"
 
 

@@ -69,6 +69,15 @@ def test_run_queue_wait_comes_before_compute():
                  {0: {"cpu_wait": 0.2}, 1: {"cpu_wait": 0.2}})
     [c] = _found(ranks, 130)
     assert c["cause"] == "compute" and "Check h" in c["action"]["title"]
+    # its host's own signs (evidence 5) are quoted: a throttled GPU, a NUMA finding only it has
+    signs = C.host_signs({0: {"findings": [{"kind": "busy-neighbour", "message": "other load"}]},
+                          1: {"findings": [{"kind": "numa", "message": "40% of its memory on the other node"},
+                                           {"kind": "busy-neighbour", "message": "other load"}],
+                              "hardware": {"gpu": {"0": {"throttle_reasons_seen": ["hw_slowdown"]}}}}})
+    split = D.comm_split(ranks)
+    [c] = C.culprits(ranks, D.stragglers(ranks, split), {"nodes": [], "ranks": []}, 0.130, signs)
+    assert c["host_signs"] == {"numa": "40% of its memory on the other node", "throttle": "GPU 0: hw_slowdown"}
+    assert "numa: 40% of its memory" in C.because(c) and "busy-neighbour" not in C.because(c)
     ranks = _job([[{"forward": 30, "backward": 30}] * 6, [{"forward": 60, "backward": 60}] * 6],
                  {1: {"numel": 2000}})
     [c] = _found(ranks, 130)

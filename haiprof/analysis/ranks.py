@@ -208,7 +208,8 @@ def analyze_job(run_dir: RunDir) -> RunData:
     comm = D.comm_finding(split, share, ddp, stats["median"], n, verdict.FIXES_FOR["communication"],
                           stats["steady"]) if n else None
     findings += [comm] if comm else []
-    found = C.culprits(ranks, slow, spread, stats["steady"]) if n else []
+    signs = C.host_signs({k: d["summary"] for k, d in digests.items()})
+    found = C.culprits(ranks, slow, spread, stats["steady"], signs) if n else []
     named = {k for c in found for k in c["ranks"]}
     findings += [C.finding(c, i, stats["steady"]) for i, c in enumerate(found)]
     for s in slow:
