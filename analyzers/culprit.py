@@ -196,6 +196,9 @@ def culprits(ranks: list, slow: list, spread: dict, steady_s: float | None, sign
         c["gain_ms"] = c["late_ms"] - nxt if i == 0 else 0.0
         c["gain_share"] = c["gain_ms"] / step_ms
         c["late_share"] = c["late_ms"] / step_ms
+        # graded as exposed communication is: the others' wait is a share of their step
+        c["severity"] = ("high" if c["late_share"] >= T.COMM_HIGH else
+                         "moderate" if c["late_share"] >= T.COMM_MODERATE else "low")
         c["action"] = action(c)
     return found
 
@@ -259,12 +262,19 @@ def action(c: dict) -> dict:
 
 def finding(c: dict, order: int, steady_s: float) -> dict:
     """The culprit as a straggler finding: share = what fixing it alone gives back."""
-    return Finding(kind="straggler", severity="high", share=c["gain_share"],
+    return Finding(kind="straggler", severity=c["severity"], share=c["gain_share"],
                    message=f"the other ranks wait {c['late_ms']:.0f} ms per step ({100 * c['late_share']:.0f}% of the "
                            f"{steady_s * 1e3:.1f} ms step) for {_who(c)}: {because(c)}",
                    evidence={**c, "culprit_order": order,
                              "steady_step_s": steady_s},
                    fixes=[c["action"]["fix"]] if c["action"]["fix"] else []).as_dict()
+
+
+def leads(found: list, removable_share: float) -> dict | None:
+    """The culprit the job's verdict names: the slowest, when the others' wait for it is graded high (as a class
+    must be to be the verdict) and is at least what the class verdict's fix can remove (`removable_share`)."""
+    top = found[0] if found else None
+    return top if top and top["severity"] == "high" and top["late_share"] >= removable_share else None
 
 
 def job_bottleneck(top: dict) -> str:

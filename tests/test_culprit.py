@@ -96,6 +96,17 @@ def test_a_pause_every_third_step_is_named_by_its_mean_not_its_median():
     assert "in 3 of 9 steps" in C.because(c)
 
 
+def test_a_small_wait_is_named_but_does_not_take_the_verdict():
+    # rank 1 is 17 ms late on a 105 ms step (16%): a moderate finding, below what a class verdict needs (high)
+    ranks = _job([[{"forward": 40, "backward": 38}] * 6, [{"forward": 49, "backward": 46}] * 6])
+    [c] = _found(ranks, 105)
+    assert c["late_ms"] == pytest.approx(17) and c["severity"] == "moderate"
+    assert C.finding(c, 0, 0.105)["severity"] == "moderate"
+    assert C.leads([c], 0.0) is None
+    c = dict(c, severity="high", late_share=0.3)
+    assert C.leads([c], 0.25) is c and C.leads([c], 0.35) is None   # the class verdict's removable share wins
+
+
 def test_even_ranks_have_no_culprit():
     ranks = _job([[{"forward": 40, "backward": 40}] * 6, [{"forward": 41, "backward": 40}] * 6])
     assert _found(ranks, 91) == []

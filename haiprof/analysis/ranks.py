@@ -224,7 +224,7 @@ def analyze_job(run_dir: RunDir) -> RunData:
     bottleneck, headline = verdict.decide(findings, n)
     chosen = next((f.get("removable_share") or 0.0 for f in findings if f.get("removable_share") is not None), 0.0)
     # the verdict follows the time: waiting for the culprits, when that is the most a fix can take off the step
-    lead = found[0] if found and n >= T.MIN_STEPS and found[0]["late_share"] >= chosen else None
+    lead = C.leads(found, chosen) if n >= T.MIN_STEPS else None
     if lead:
         bottleneck = C.job_bottleneck(lead)
         headline = C.headline(found, bottleneck, stats["steady"])
