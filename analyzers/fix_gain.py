@@ -15,6 +15,7 @@ on numbers from two summaries (and, for the compile cost, each run's step durati
 from __future__ import annotations
 
 import math
+import re
 import statistics
 
 from . import thresholds as T
@@ -127,8 +128,8 @@ def unreliable_why(gain: dict) -> str | None:
     the baseline set up under other conditions, a phase no applied fix touches moved, or either run noisy."""
     why = []
     if gain.get("conditions") and not gain.get("interleaved"):
-        why.append("the baseline ran under other conditions (" + gain["conditions"].split("(", 1)[-1].split(")")[0]
-                   + ")")
+        m = re.search(r"other conditions \((.*)\): ", gain["conditions"])   # the differences, nested brackets kept
+        why.append(f"the baseline ran under other conditions ({m.group(1) if m else gain['conditions']})")
     if gain.get("unreliable"):
         why.append("a phase no applied fix touches moved (" + gain["unreliable"].split(": ", 1)[-1].split(", though")[0]
                    + ")")

@@ -129,6 +129,10 @@ def test_a_speedup_against_a_baseline_under_other_conditions_says_unreliable_and
     line = next(x for x in G.text_lines({**gain, "conditions": None, "unreliable": G.unreliable_message(
         moved, ["compile"])}) if x.startswith("speedup"))
     assert "unreliable, a phase no applied fix touches moved (dataloader 1036.0 -> 433.0 ms/step)" in line, line
+    nested = conditions.message(["the training thread's CPU work took 2.4x -> 1.9x its CPU time (waiting for a CPU "
+                                 "58% -> 47% of its runnable time)"])
+    line = next(x for x in G.text_lines({**gain, "conditions": nested}) if x.startswith("speedup"))
+    assert line.endswith("(waiting for a CPU 58% -> 47% of its runnable time))"), line
     clean = next(x for x in G.text_lines({**gain, "conditions": None}) if x.startswith("speedup"))
     assert "unreliable" not in clean
 
