@@ -148,17 +148,33 @@ def read_trace(path) -> TraceData:
         raise NotAProfilerTrace(f"{path}: no traceEvents: not a PyTorch profiler trace")
     if "traceEvents" in meta:   # the key was there but held no list of events
         raise NotAProfilerTrace(f"{path}: traceEvents is not a list of events: not a PyTorch profiler trace")
-    events = cols.columns(lambda c: CAT_ALIASES.get(c, c))
     if cols.n_rows == 0 and stream.truncated:
         raise TraceError(f"{path}: no complete event could be read: {stream.truncated}")
+    return _trace_data(p, cols, meta, stream.truncated, stream.gzipped, size)
+
+
+def _trace_data(p: Path, cols: ColumnBuilder, meta: dict, truncated: str, gzipped: bool, size: int) -> TraceData:
+    events = cols.columns(lambda c: CAT_ALIASES.get(c, c))
     meta_out = dict(meta)
     meta_out.update(process_names=cols.process_names, thread_names=cols.thread_names,
-                    skipped_events=cols.skipped, string_ids=cols.string_ids, gzipped=stream.gzipped,
+                    skipped_events=cols.skipped, string_ids=cols.string_ids, gzipped=gzipped,
                     base_time_ns=meta.get("baseTimeNanoseconds"), display_time_unit=meta.get("displayTimeUnit"))
     meta_out["device_type"] = _device_type(meta, events)
-    return TraceData(path=str(p), columns=events, rank=_rank(meta), truncated=bool(stream.truncated),
-                     truncation_reason=stream.truncated, metadata=meta_out, ts_float=cols.ts_float,
-                     raw_bytes=size)
+    return TraceData(path=str(p), columns=events, rank=_rank(meta), truncated=bool(truncated),
+                     truncation_reason=truncated, metadata=meta_out, ts_float=cols.ts_float, raw_bytes=size)
+
+
+def trace_of_json(path, data, gzipped: bool, size: int) -> TraceData:
+    """A whole trace already parsed as JSON (the object with traceEvents) as read_trace returns it: the same
+    columns (trace_columns' dict path), for a caller that also reads the events themselves (one parse for both).
+    Raises NotAProfilerTrace for JSON that is no profiler trace."""
+    p = Path(path)
+    if not isinstance(data, dict) or not isinstance(data.get("traceEvents"), list):
+        raise NotAProfilerTrace(f"{path}: no traceEvents: not a PyTorch profiler trace")
+    cols = ColumnBuilder()
+    cols.add(data["traceEvents"])
+    meta = {k: v for k, v in data.items() if k != "traceEvents"}
+    return _trace_data(p, cols, meta, "", gzipped, size)
 
 
 TRACE_SUFFIXES = (".json", ".json.gz", ".pt.trace.json", ".pt.trace.json.gz")

@@ -1,10 +1,11 @@
 """A report reads each raw file of its run once (analysis/run_model.Run): the phase records and the tracing
 window's trace were each read twice per report (the trace by the launch analysis and again, whole, by the GPU
-section; the phases by the summary and again by the fixes' before/after and a rank's digest)."""
+section; the phases by the summary and again by the fixes' before/after and a rank's digest). The trace is parsed
+once for its two forms: its columns (launch statistics, GPU section) and its events as dicts (the FLOP count
+needs each op's input shapes, which the columns leave out)."""
 from __future__ import annotations
 
 import builtins
-import gzip
 import shutil
 from collections import Counter
 
@@ -22,9 +23,9 @@ TRACES = ("trace.json.gz", "trace.json")
 @pytest.fixture
 def reads(monkeypatch):
     """`reads()` starts counting: the reads of the phase records (RunDir's two readers) and every open of the
-    tracing window's trace (open() and gzip.open() alike)."""
+    tracing window's trace (gzip.open opens the file through open() too)."""
     seen: Counter = Counter()
-    real_open, real_gzip = builtins.open, gzip.open
+    real_open = builtins.open
     real_cols, real_recs = RunDir.read_phase_columns, RunDir.read_phase_records
 
     def note(path):
@@ -36,10 +37,6 @@ def reads(monkeypatch):
         note(file)
         return real_open(file, *a, **k)
 
-    def counting_gzip(file, *a, **k):
-        note(file)
-        return real_gzip(file, *a, **k)
-
     def counting(real):
         def read(self, *a, **k):
             seen["phases"] += 1
@@ -48,7 +45,6 @@ def reads(monkeypatch):
 
     def start():
         monkeypatch.setattr(builtins, "open", counting_open)
-        monkeypatch.setattr(gzip, "open", counting_gzip)
         monkeypatch.setattr(RunDir, "read_phase_columns", counting(real_cols))
         monkeypatch.setattr(RunDir, "read_phase_records", counting(real_recs))
         return seen
@@ -85,5 +81,29 @@ def test_the_trace_is_parsed_once_and_released(tmp_path):
     run = Run.read(RunDir(_copy("launch_base", tmp_path)))
     first = run.trace()
     assert first is run.trace() and len(first.columns)
+    events = run.trace_events(run.trace_path())
+    assert events and run.trace_events(run.trace_path()) is events
     run.release_trace()
     assert run.trace() is None   # released after its last reader: never parsed a second time
+
+
+def test_one_parse_gives_the_reader_s_columns(tmp_path):
+    """The columns made from the one JSON parse are the streaming reader's, column for column; a trace cut short
+    (a run killed while writing it) still goes through the streaming reader, which reads what is whole."""
+    import numpy as np
+
+    from haiprof.analyzers.kineto_reader import read_trace
+
+    d = _copy("launch_base", tmp_path)
+    run = Run.read(RunDir(d))
+    ours, theirs = run.trace(), read_trace(run.trace_path())
+    assert ours.columns.categories == theirs.columns.categories
+    for name, a in theirs.columns.arrays.items():
+        assert np.array_equal(ours.columns.arrays[name], a, equal_nan=a.dtype.kind == "f"), name
+    assert {k: v for k, v in ours.metadata.items()} == theirs.metadata
+    import gzip
+    raw = gzip.decompress((d / "trace.json.gz").read_bytes())
+    (d / "trace.json.gz").unlink()
+    (d / "trace.json").write_bytes(raw[: len(raw) * 2 // 3])   # killed mid-write
+    cut = Run.read(RunDir(d)).trace()
+    assert cut.truncated and 0 < len(cut.columns) < len(theirs.columns)

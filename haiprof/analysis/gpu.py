@@ -5,7 +5,6 @@ from __future__ import annotations
 
 from haiprof.analyzers import actions
 from haiprof.analyzers import gpu_kernels as G
-from haiprof.analyzers.kineto_reader import TraceData
 from haiprof.analyzers.step_columns import StepColumns
 
 
@@ -17,10 +16,15 @@ def _capacity(trace: dict, hardware: dict | None) -> int | None:
     return next((int(d["mem_total_bytes"]) for d in devs.values() if d.get("mem_total_bytes")), None)
 
 
+def _parsed(trace) -> bool:
+    from haiprof.analyzers.kineto_reader import TraceData   # the reader's imports only where there is a trace
+    return isinstance(trace, TraceData)
+
+
 def analyze(trace, records: list, steps: list, hardware: dict | None, op_trace: dict | None) -> dict:
     """{"gpu": top kernels and copies or None, "memory": per-step memory or None, "findings": [...]}. `trace`: the
     run's trace as parsed once (kineto_reader.TraceData; None or a TraceError without a usable one)."""
-    usable = bool((op_trace or {}).get("gpu")) and isinstance(trace, TraceData)
+    usable = bool((op_trace or {}).get("gpu")) and trace is not None and _parsed(trace)
     traced_steps = ((op_trace or {}).get("gpu") or {}).get("steps")
     gpu = G.summarize(trace.columns, traced_steps) if usable else None
     capacity = _capacity(trace.metadata if usable else {}, hardware)

@@ -127,7 +127,7 @@ def write(run_dir: RunDir):
     data = analyze(run_dir, run=run)
     steady = step_analysis.steady_steps(data.steps, T.WARMUP_STEPS)
     table = step_table(steady, data.device_steps)
-    data.summary["rank_digest"] = digest_section(data, steady, run.rank_records)
+    data.summary["rank_digest"] = digest_section(data, steady, run.rank_records())
     data.summary["rank_digest"]["device"] = bool(data.device_steps)
     (run_dir.path / STEPS_FILE).write_bytes(pack(table))
     run_dir.write_summary(data.summary)   # last: its time stamp says the digest is complete

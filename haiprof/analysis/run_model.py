@@ -4,8 +4,9 @@ Every analysis of a report takes what it needs from here, none reads a raw file 
 (checked), phases.bin once (the intervals and step marks as columns, split once; the host steps as columns;
 the few records with values as lists), the samples and the collectors' status, and the op-level trace of the
 tracing window, parsed once on first use (analyzers/kineto_reader.py) for the launch statistics and the GPU
-section alike. A long run's intervals and its trace are large: `release_intervals()` and `release_trace()` free
-them after their last analysis.
+section alike; each window's events as dicts, read once for the analyses that need each op's shapes (the FLOP
+count). A long run's intervals and its trace are large: `release_intervals()` and `release_trace()` free them
+after their last analysis.
 """
 from __future__ import annotations
 
@@ -34,7 +35,8 @@ class Run:
     meta: dict
     records: list                  # the records other than intervals and step marks (marks with values...), lists
     loader_waits: PhaseColumns     # DataLoader waits with their thread's CPU and runqueue wait (the io split)
-    rank_records: list             # batch sizes and gradient-sync statistics (a distributed rank's digest)
+    rank_marks: PhaseColumns       # batch sizes and gradient-sync statistics (rank_records), as columns
+    rank_odd: list                 # the sync statistics' records (a dict each: never columns)
     split: Any                     # step_columns.Split: the intervals and marks as columns (None once released)
     steps: Any                     # step_columns.StepColumns: every host step, warm-up included
     step_info: dict                # how the steps were found (steps.build_steps)
@@ -42,6 +44,7 @@ class Run:
     status: dict = field(default_factory=dict)    # collector -> {"available", "reason"}
     _trace: Any = field(default=None, repr=False)
     _trace_read: bool = field(default=False, repr=False)
+    _events: dict = field(default_factory=dict, repr=False)   # trace file name -> its events as dicts
 
     @classmethod
     def read(cls, run_dir: RunDir) -> "Run":
@@ -52,16 +55,22 @@ class Run:
         # and the split's are not alive together)
         records = cols.records((~cols.rows(BULK_RECORDS) | (cols.nx > 0)) & ~cols.rows(PER_STEP_EXTRAS))
         loader_waits = cols.take(cols.rows({"dataloader"}) & (cols.nx > 0))
-        rank_records = cols.records(cols.rows({BATCH_MARK, DDP_MARK}),
-                                    odd=lambda r: isinstance(r, list) and r[:1] == [DDP_MARK])
+        # a batch size a step: columns until a rank's digest asks for them (rank_records)
+        rank_marks = cols.take(cols.rows({BATCH_MARK, DDP_MARK}))
+        rank_odd = [r for _, r in cols.odd if isinstance(r, list) and r[:1] == [DDP_MARK]]
         # the phase intervals and step marks stay numpy columns, split once for every analysis
         split = step_columns.split_columns(cols.names, cols.code, cols.start, cols.end,
                                            list(iter_records(r for _, r in cols.odd)))
         del cols
         steps, step_info = step_analysis.build_steps((), split)
         samples = {name: run_dir.read_samples(name) for name in run_dir.sample_collectors()}
-        return cls(run_dir, meta, records, loader_waits, rank_records, split, steps, step_info, samples,
+        return cls(run_dir, meta, records, loader_waits, rank_marks, rank_odd, split, steps, step_info, samples,
                    run_dir.read_status())
+
+    def rank_records(self) -> list:
+        """The batch sizes and gradient-sync statistics as records (a distributed rank's digest reads them):
+        the batch sizes in order, then the sync statistics in order."""
+        return self.rank_marks.records() + self.rank_odd
 
     @property
     def steady(self):
@@ -80,18 +89,41 @@ class Run:
 
     def trace(self):
         """The trace parsed once (kineto_reader.TraceData), a kineto_reader.TraceError when it cannot be read, or
-        None when the run has no trace."""
+        None when the run has no trace. A whole trace of a usual size is parsed as JSON once, its events kept for
+        trace_events and its columns made from them; a larger one, or one cut short (a killed run), is read by
+        the streaming reader (columns only; the events are not held for it)."""
         if not self._trace_read:
-            from haiprof.analyzers.kineto_reader import TraceError, read_trace
+            from haiprof.analyzers.kineto_reader import TraceError, read_trace, trace_of_json
+
+            from .windows import MAX_TRACE_BYTES, load_trace
 
             self._trace_read = True
             path = self.trace_path()
             if path is not None:
+                size = path.stat().st_size
+                data = load_trace(path) if size <= MAX_TRACE_BYTES else None
                 try:
-                    self._trace = read_trace(path)
+                    if isinstance(data, dict) and isinstance(data.get("traceEvents"), list):
+                        self._trace = trace_of_json(path, data, path.suffix == ".gz", size)
+                        self._events[str(path)] = data["traceEvents"]
+                    else:
+                        self._trace = read_trace(path)
                 except TraceError as e:
                     self._trace = e
         return self._trace
 
+    def trace_events(self, path) -> list | None:
+        """A tracing window's events as dicts (windows.read_events), read once per file however many analyses
+        ask: the FLOP count needs what the columns leave out (each op's input shapes and types)."""
+        from .windows import read_events
+
+        name = str(path)
+        if name == str(self.trace_path()):
+            self.trace()   # the tracing window's own trace: parsed once, for its columns and its events
+        if name not in self._events:
+            self._events[name] = read_events(path)
+        return self._events[name]
+
     def release_trace(self) -> None:
-        self._trace = None   # _trace_read stays: a later ask does not parse it again
+        """After the last reader of the trace's columns and of the windows' events: a large trace is freed."""
+        self._trace, self._events = None, {}   # _trace_read stays: a later ask does not parse it again

@@ -104,7 +104,6 @@ def analyze(run_dir: RunDir, extra_findings: list | None = None, run: Run | None
     findings += [neighbour] if neighbour else []
     # -- end hardware --
     gpu = gpu_analysis.analyze(run.trace(), records, all_steps, hw["summary"]["hardware"], op_trace)
-    run.release_trace()   # its last reader
     findings += gpu["findings"]
     decide = verdict.decide_device if device is not None else verdict.decide
     if device is None:
@@ -165,8 +164,9 @@ def analyze(run_dir: RunDir, extra_findings: list | None = None, run: Run | None
     whole = whole_run.analyze(windows.with_traced_stalls(steady, all_steps, summary["trace_windows"]), records,
                               samples)
     windows.explain_stalls(summary["trace_windows"], whole, run_dir.path, (stats.get("median") or 0) * 1e3 or None)
-    summary["efficiency"] = efficiency.analyze(run_dir.path, meta, summary["trace_windows"], windows.read_events,
+    summary["efficiency"] = efficiency.analyze(run_dir.path, meta, summary["trace_windows"], run.trace_events,
                                                stats.get("steady"), device is not None)   # FLOPs, MFU
+    run.release_trace()   # its last reader
     efficiency.quote_mfu(summary["findings"], summary["efficiency"])
     summary["findings"] = verdict.sort_findings(summary["findings"] + whole["findings"])
     summary["slowest_steps"] = whole["slowest_steps"]

@@ -95,16 +95,24 @@ def _own_dirs() -> tuple:
     return tuple(d + os.sep for d in dirs)
 
 
+def load_trace(path):
+    """A trace file parsed as JSON (None when it cannot be read whole: missing, cut short, not JSON)."""
+    try:
+        opener = gzip.open if path.suffix == ".gz" else open
+        with opener(path, "rt", encoding="utf-8") as f:
+            return json.load(f)
+    except (OSError, ValueError, EOFError):
+        return None
+
+
 def read_events(path) -> list | None:
     try:
         if path.stat().st_size > MAX_TRACE_BYTES:
             return None
-        opener = gzip.open if path.suffix == ".gz" else open
-        with opener(path, "rt", encoding="utf-8") as f:
-            data = json.load(f)
-        return data.get("traceEvents") if isinstance(data, dict) else None
-    except (OSError, ValueError, EOFError):
+    except OSError:
         return None
+    data = load_trace(path)
+    return data.get("traceEvents") if isinstance(data, dict) else None
 
 
 def explain_stalls(windows: list, whole: dict, run_path, median_step_ms: float | None) -> None:
