@@ -43,6 +43,7 @@ MAX_PENDING = 16                # requests queued at once; more are refused with
 MAX_REQUEST_STEPS = 1000        # a window longer than this is a mistake, not a request
 ANOMALY_STEPS = 3               # recorded steps of a flight-recorder window: the due step in the middle
 ANOMALY_WHY = "--trace-on-anomaly"
+LATE_STEPS = 1                  # a flight-recorder window that cannot open by then misses the step it was placed on
 
 
 def window_name(step: int) -> str:
@@ -79,7 +80,7 @@ class TraceRequests:
     def __init__(self, out_dir, append: Callable, record_status: Callable, first: TraceWindow,
                  at_steps=(), every_s: float | None = None, steps: int = DEFAULT_STEPS, clock=time.monotonic,
                  anomaly: AnomalyDetector | None = None, anomaly_windows: int = 2, anomaly_mb: float = 64.0,
-                 step_clock=time.monotonic_ns):
+                 step_clock=time.monotonic_ns, share=None):
         self.out_dir = Path(out_dir)
         self._append, self._status, self._first = append, record_status, first
         # (at step, steps, why, Ask of the flight recorder or None)
@@ -95,6 +96,8 @@ class TraceRequests:
         self._anomaly, self._anomaly_left, self._anomaly_bytes = anomaly, int(anomaly_windows), anomaly_mb * 1e6
         self.anomaly_windows: list[TraceWindow] = []
         self._step_clock = step_clock
+        self._share = share                # a distributed job: asks shared with every rank (collectors/job_share.py)
+        self._asked_at: set = set()        # where flight-recorder windows are asked for (one a step, across ranks)
         self._last_ns: int | None = None   # the previous step's end (the flight recorder's step time)
         self._touched = True               # the step now ending ran (partly) inside a window: not an ordinary step
 
@@ -109,7 +112,15 @@ class TraceRequests:
             self._pending.append((at_step, max(1, int(steps)), why, ask))
 
     def poll(self) -> None:
-        """Take a request `haiprof trace` left in control/ (on the flush thread; never raises)."""
+        """Take a request `haiprof trace` left in control/, exchange the flight recorder's asks with the job's
+        other ranks (on the flush thread; never raises)."""
+        if self._share is not None:
+            try:
+                self._share.exchange(self._remote)
+            except Exception as e:   # the store gone (the job ending): no more sharing, never a dead thread
+                self._share = None
+                self._status("anomaly-share", False, f"flight recorder windows no longer shared: "
+                             f"{type(e).__name__}: {e}"[:300])
         path = self.out_dir / CONTROL_DIR / REQUEST
         try:
             if not path.is_file():
@@ -163,6 +174,9 @@ class TraceRequests:
             if at is not None and completed < at:
                 return
             self._pending.popleft()
+        if ask is not None and completed > at + LATE_STEPS:   # another window held it past the steps it was for
+            self._status(window_name(at), False, f"{why}: not traced, another window was open at step {at}")
+            return
         self._owner = me
         self._open(completed, steps, why, ask)
 
@@ -175,9 +189,28 @@ class TraceRequests:
         if last is None or touched or self._anomaly_left <= 0:
             return
         ask = self._anomaly.observe(completed - 1, now - last)
-        if ask is not None:
+        if ask is None:
+            return
+        if self._share is not None and ask.period:   # every rank traces it: placed where they all hear of it first
+            ask = self._share.lead(ask, completed, self._anomaly.median_ns)
+            self._share.publish(ask)
+        self._ask(ask, ANOMALY_WHY)
+
+    def _ask(self, ask: Ask, why: str) -> None:
+        with self._lock:
+            if self._anomaly_left <= 0 or ask.open_at in self._asked_at:
+                return
             self._anomaly_left -= 1
-            self.request(ANOMALY_STEPS, ask.open_at, ANOMALY_WHY, ask)
+            self._asked_at.add(ask.open_at)
+        self.request(ANOMALY_STEPS, ask.open_at, why, ask)
+
+    def _remote(self, ask: Ask, rank: int) -> None:
+        """Another rank's ask (flush thread): the same steps traced here, unless they are already past."""
+        if ask.open_at <= self._last_step:
+            self._status(window_name(ask.open_at), False, f"{ANOMALY_WHY} (rank {rank}'s stall): heard of after "
+                         f"step {self._last_step}, too late for its window")
+            return
+        self._ask(ask, f"{ANOMALY_WHY} (rank {rank}'s stall)")
 
     def _open(self, completed: int, steps: int, why: str, ask: Ask | None = None) -> None:
         if self._first.reason and "own torch.profiler" in self._first.reason:

@@ -23,19 +23,19 @@ def _feed(det, slow: dict, n: int, base_ms: float = 10.0):
 
 
 def test_periodic_stall_window_is_placed_on_the_next_occurrence():
-    # stalls every 20 steps and a one-off at 34: the period is learned at the third stall (60), the window put
-    # so the stall due at 80 is the middle of its three recorded steps (opened after 78: 79, 80, 81)
-    asks = _feed(AnomalyDetector(), {20: 120, 34: 160, 40: 120, 60: 120}, 70)
-    assert list(asks) == [60]
-    a = asks[60]
-    assert (a.due, a.period, a.open_at, a.seen) == (80, 20, 78, 60)
+    # stalls every 20 steps and a one-off at 34: the period is learned at the fourth stall (80: three intervals
+    # agree), the window put so the stall due at 100 is the middle of its three recorded steps (99, 100, 101)
+    asks = _feed(AnomalyDetector(), {20: 120, 34: 160, 40: 120, 60: 120, 80: 120}, 90)
+    assert list(asks) == [80]
+    a = asks[80]
+    assert (a.due, a.period, a.open_at, a.seen) == (100, 20, 98, 80)
     assert a.open_at + 1 <= a.due <= a.open_at + 3
 
 
 def test_a_jittered_period_is_learned_and_a_multiple_is_not_asked_again():
     det = AnomalyDetector()
-    asks = _feed(det, {20: 90, 41: 90, 61: 90, 101: 90, 121: 90}, 130)
-    assert [(s, a.period, a.due) for s, a in asks.items()] == [(61, 20, 81)]   # 101-61 = 40: the same stall twice
+    asks = _feed(det, {20: 90, 41: 90, 61: 90, 81: 90, 121: 90, 141: 90, 161: 90, 201: 90}, 210)
+    assert [(s, a.period, a.due) for s, a in asks.items()] == [(81, 20, 101)]   # 40 later: the same stall twice
 
 
 def test_no_anomaly_no_window_and_noise_below_k_is_not_one():
@@ -54,8 +54,8 @@ def test_tiny_steps_need_an_absolute_excess_too():
 
 def test_a_slow_stretch_is_traced_at_once():
     asks = _feed(AnomalyDetector(), {i: 80 for i in range(30, 40)}, 45)
-    assert list(asks) == [32]
-    assert asks[32].due is None and asks[32].open_at == 33
+    assert list(asks) == [34]
+    assert asks[34].due is None and asks[34].open_at == 35
 
 
 def test_memory_is_bounded_and_the_cost_constant():
@@ -67,10 +67,12 @@ def test_memory_is_bounded_and_the_cost_constant():
 
 # -- the window, on a real profiler ----------------------------------------------------------------------------
 def _checkpoint(path):
+    import time
     with open(path, "wb") as f:
         f.write(os.urandom(1 << 20))
         f.flush()
         os.fsync(f.fileno())
+    time.sleep(0.05)   # and a wait (an upload, say): the stalled step stays the window's slowest on a busy machine
 
 
 def test_trace_requests_trace_the_due_stall_with_python_functions(tmp_path):
@@ -87,7 +89,7 @@ def test_trace_requests_trace_the_due_stall_with_python_functions(tmp_path):
     asked = TraceRequests(tmp_path, records.append, lambda *a: status.append(a), first,
                           anomaly=AnomalyDetector(), anomaly_windows=2, step_clock=lambda: clock[0])
     x = torch.randn(32, 32)
-    for n in range(1, 100):
+    for n in range(1, 120):
         step = n - 1   # the step now ending (0-based)
         x = torch.tanh(x @ x)
         stall = step % 20 == 0 and step > 0
@@ -100,14 +102,14 @@ def test_trace_requests_trace_the_due_stall_with_python_functions(tmp_path):
     marks = [r for r in records if r[0] == ANOMALY_MARK]
     assert len(marks) == 1
     _, _, _, opened, steps, due, period, seen = marks[0]
-    assert (due, period, seen, opened, steps) == (80, 20, 60, 78, 3)
-    assert [r[3] for r in records if r[0] == WINDOW_MARK] == [78]
-    assert (tmp_path / "trace-step78.json.gz").is_file()
+    assert (due, period, seen, opened, steps) == (100, 20, 80, 98, 3)
+    assert [r[3] for r in records if r[0] == WINDOW_MARK] == [98]
+    assert (tmp_path / "trace-step98.json.gz").is_file()
     last = {name: reason for name, ok, reason in status}
     assert "1 window(s) traced" in last["anomaly"]
     from haiprof.analysis.windows import read_events
-    x = stall_trace.explain(read_events(tmp_path / "trace-step78.json.gz"), ())
-    # the recorded steps are 79, 80, 81: the checkpoint ran in step 80's span, the second recorded step
+    x = stall_trace.explain(read_events(tmp_path / "trace-step98.json.gz"), ())
+    # the recorded steps are 99, 100, 101: the checkpoint ran in step 100's span, the second recorded step
     assert x["step_in_window"] == 1
     assert x["culprit"] and x["culprit"].endswith("_checkpoint"), x
     assert x["ms"]["io"] > 0 and any(t["name"] == "fsync" for t in x["top"]), x
@@ -230,11 +232,11 @@ def test_the_example_traces_a_stall_and_the_page_explains_it(slow_runs):
     flight = [w for w in s["trace_windows"] if w.get("anomaly")]
     assert len(flight) == 1, s["trace_windows"]
     w = flight[0]
-    assert w["anomaly"]["period_steps"] == 20 and w["anomaly"]["due_step"] == 80, w
+    assert w["anomaly"]["period_steps"] == 20 and w["anomaly"]["due_step"] == 100, w
     assert (out / w["file"]).is_file()
     x = w["explained"]
     # the trace holds the stall: the window's slowest step is the due one, and it is a stall (3x the median)
-    assert x["step"] == 80 and x["step_ms"] >= 3 * s["step_time_s"]["median"] * 1e3, x
+    assert x["step"] == 100 and x["step_ms"] >= 3 * s["step_time_s"]["median"] * 1e3, x
     assert x["culprit"].endswith("save_checkpoint") and x["ms"]["io"] > 0, x
     stall = next(f for f in s["findings"] if f["kind"] == "periodic-stall")
     assert stall["evidence"]["trace"] == w["file"] and "save_checkpoint" in stall["message"]
@@ -242,10 +244,10 @@ def test_the_example_traces_a_stall_and_the_page_explains_it(slow_runs):
     assert s["bottleneck"] == "io" and s["headline"].startswith("I/O-bound"), s["headline"]
     assert s["stall_verdict"]["stall_share"] > 0.2
     assert s["next_steps"][0]["kind"] == "periodic-stall"
-    row = next(r for r in s["slowest_steps"] if r["step"] == 80)
+    row = next(r for r in s["slowest_steps"] if r["step"] == 100)
     assert row["trace"] == w["file"] and any("fsync" in n for n in row["notes"])
     html = (out / "report.html").read_text()
-    assert f'href="{w["file"]}"' in html and "Step 80, from its trace" in html
+    assert f'href="{w["file"]}"' in html and "Step 100, from its trace" in html
     # the trace says what the stall did: the stall's rows drop the sampler's guess at whose writes they were
     linked = [r for r in s["slowest_steps"] if r.get("trace")]
     assert len(linked) >= 3 and not any("(a checkpoint?)" in n for r in linked for n in r["notes"])
@@ -302,8 +304,8 @@ def test_a_verdict_whose_fixes_are_all_left_out_removes_nothing():
 def test_a_busy_machines_slow_steps_do_not_make_a_period_beside_a_real_one():
     # checkpoints (150 ms) every 20 steps; a busy machine's slow steps (40 ms) at 30 and 50 would make a period of
     # 10 with them: the large occurrences are looked at first
-    asks = _feed(AnomalyDetector(), {20: 150, 30: 40, 40: 150, 50: 40, 60: 150}, 70)
-    assert [(s, a.period, a.due) for s, a in asks.items()] == [(60, 20, 80)]
+    asks = _feed(AnomalyDetector(), {20: 150, 30: 40, 40: 150, 50: 40, 60: 150, 70: 40, 80: 150}, 90)
+    assert [(s, a.period, a.due) for s, a in asks.items()] == [(80, 20, 100)]
 
 
 def test_the_standard_librarys_frames_are_never_the_culprit():
@@ -385,3 +387,93 @@ def test_gpu_peak_table_by_model_and_dtype():
     assert gpu_peak("NVIDIA H100 80GB HBM3", "bf16") == pytest.approx(989.4e12)
     assert gpu_peak("NVIDIA A100-SXM4-80GB", "tf32") == pytest.approx(156e12)
     assert gpu_peak("Some Future GPU", "bf16") is None
+
+
+# -- a distributed job: every rank traces the steps one rank's stall asked for -------------------------------------
+def test_a_stall_on_one_rank_opens_the_same_window_on_every_rank(tmp_path, monkeypatch):
+    """Two ranks' recorders on one real TCPStore: rank 1 stalls every 20 steps, rank 0 never does. Both trace
+    the same steps, placed where the store's exchange (the flush thread's poll) reaches rank 0 in time."""
+    import socket
+    from datetime import timedelta
+
+    import torch
+    from torch.distributed import TCPStore
+    from haiprof.collectors.job_share import JobShare
+    from haiprof.collectors.trace_requests import TraceRequests
+    from haiprof.collectors.trace_window import TraceWindow
+    from haiprof.rundir.vocabulary import ANOMALY_MARK, WINDOW_MARK
+    from test_trace_window import _FakeKineto
+    monkeypatch.setattr(torch.profiler, "profile", _FakeKineto)   # two ranks in one process: no two real profilers
+    with socket.socket() as s:
+        s.bind(("127.0.0.1", 0))
+        port = s.getsockname()[1]
+    master = TCPStore("127.0.0.1", port, is_master=True, wait_for_workers=False, timeout=timedelta(seconds=10))
+    ranks = []
+    for rank in (0, 1):
+        d = tmp_path / f"rank-{rank}"
+        d.mkdir()
+        records, status, clock = [], [], [0]
+        first = TraceWindow(d, records.append, lambda *a, st=status: st.append(a), warmup_steps=2, active_steps=3)
+        share = JobShare(lambda r=rank: (TCPStore("127.0.0.1", port, is_master=False,
+                                                   timeout=timedelta(seconds=10)), "haiprof/test/0/", r),
+                         lambda *a, st=status: st.append(a))
+        req = TraceRequests(d, records.append, lambda *a, st=status: st.append(a), first,
+                            anomaly=AnomalyDetector(), step_clock=lambda c=clock: c[0], share=share)
+        ranks.append((req, first, records, status, clock))
+    for n in range(1, 320):
+        for rank, (req, _, _, _, clock) in enumerate(ranks):
+            stall = rank == 1 and (n - 1) % 20 == 0 and n > 1
+            clock[0] += (150 if stall else 10) * MS
+            req.on_step(n)
+            if n % 25 == 0:   # the flush thread, every 0.5 s: 25 steps of 10 ms (more with the stalls)
+                req.poll()
+    for req, first, *_ in ranks:
+        first.close()
+        req.close()
+    del master
+    marks = [[r for r in records if r[0] == ANOMALY_MARK] for _, _, records, _, _ in ranks]
+    assert len(marks[0]) == 1 and len(marks[1]) == 1, marks
+    # rank 1 learned the period at its stall at 80; the window is moved whole periods on until 2 s ahead (10 ms
+    # steps: 200 steps), so rank 0 hears of it first: both open after the same step, on the same due step
+    assert marks[0][0][3:7] == marks[1][0][3:7]
+    opened, steps, due, period = marks[1][0][3:7]
+    assert period == 20 and due % 20 == 0 and opened == due - 2 and (opened - 81) * 10 >= 2000
+    for _, _, records, _, _ in ranks:
+        assert opened in [r[3] for r in records if r[0] == WINDOW_MARK]
+    assert (tmp_path / "rank-0" / f"trace-step{opened}.json.gz").is_file()
+
+
+@pytest.mark.slow
+def test_two_rank_job_both_ranks_trace_the_stalling_ranks_step(tmp_path):
+    """The done-criterion: a 2-rank job with a stall on one rank, both ranks' traces cover the same steps."""
+    from conftest import SCRIPTS, run_haiprof
+    out = tmp_path / "job"
+    r = run_haiprof("run", "--quiet", "--trace-steps", "0", "--out", out, "--nproc-per-node", "2",
+                    SCRIPTS / "stall_one_rank.py", timeout=300)
+    assert r.returncode == 0, r.stderr
+    traces = [sorted(p.name for p in (out / f"rank-{k}").glob("trace-step*.json.gz")) for k in (0, 1)]
+    assert traces[0] and traces[0] == traces[1], traces
+    from haiprof.rundir import RunDir
+    status0 = RunDir(out / "rank-0").read_status()
+    name = traces[0][0].removesuffix(".json.gz")
+    assert status0[name]["available"], status0[name]
+
+
+def test_a_flight_recorder_window_held_past_its_step_by_another_window_is_dropped(tmp_path, monkeypatch):
+    import torch
+    from haiprof.collectors.trace_requests import TraceRequests
+    from haiprof.collectors.trace_window import TraceWindow
+    from haiprof.rundir.vocabulary import WINDOW_MARK
+    from test_trace_window import _FakeKineto
+    monkeypatch.setattr(torch.profiler, "profile", _FakeKineto)
+    records, status, clock = [], [], [0]
+    first = TraceWindow(tmp_path, records.append, lambda *a: status.append(a), warmup_steps=2, active_steps=0)
+    req = TraceRequests(tmp_path, records.append, lambda *a: status.append(a), first, at_steps=(96,),
+                        anomaly=AnomalyDetector(), step_clock=lambda: clock[0])
+    for n in range(1, 140):
+        clock[0] += (150 if (n - 1) % 20 == 0 and n > 1 else 10) * MS
+        req.on_step(n)   # the stall due at 100 asks for a window after 98: --trace-at 96's holds 96..101
+    req.close()
+    assert [r[3] for r in records if r[0] == WINDOW_MARK] == [96]
+    last = {name: reason for name, ok, reason in status}
+    assert "another window was open at step 98" in last["trace-step98"]

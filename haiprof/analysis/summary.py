@@ -161,9 +161,11 @@ def analyze(run_dir: RunDir, extra_findings: list | None = None, run: Run | None
     # the whole run, not its typical step: drift, periodic stalls, memory creep, slowest steps (whole_run.py)
     # (the flight recorder's traced steps too: a stall it traced is still one; windows.py explains it from its trace)
     summary["trace_windows"] = windows.analyze(records, all_steps, run_dir.path)
-    whole = whole_run.analyze(windows.with_traced_stalls(steady, all_steps, summary["trace_windows"]), records,
-                              samples)
-    windows.explain_stalls(summary["trace_windows"], whole, run_dir.path, (stats.get("median") or 0) * 1e3 or None)
+    median_ms = (stats.get("median") or 0) * 1e3 or None
+    windows.explain(summary["trace_windows"], run_dir.path, median_ms)
+    whole = whole_run.analyze(windows.with_traced_stalls(steady, all_steps, summary["trace_windows"], median_ms),
+                              records, samples)
+    windows.link_stalls(summary["trace_windows"], whole, median_ms)
     summary["efficiency"] = efficiency.analyze(run_dir.path, meta, summary["trace_windows"], run.trace_events,
                                                stats.get("steady"), device is not None)   # FLOPs, MFU
     run.release_trace()   # its last reader

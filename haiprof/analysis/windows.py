@@ -71,16 +71,16 @@ def analyze(records: list, steps, run_path) -> list[dict]:
     return out
 
 
-def with_traced_stalls(steady, all_steps, windows: list):
-    """The steady steps plus the flight recorder's recorded steps (StepColumns, in step order)."""
-    ranges = [w["anomaly"]["recorded_steps"] for w in windows if w.get("anomaly")]
-    if not ranges:
+def with_traced_stalls(steady, all_steps, windows: list, median_step_ms: float | None):
+    """The steady steps plus the stalls the flight recorder traced (StepColumns, in step order): each window's
+    explained step, when it is a stall (SAME_STALL x the median step or more). Its other recorded steps stay out:
+    the profiler, Python functions recorded, slows short steps several times over."""
+    stalls = [w["explained"]["step"] for w in windows if (w.get("explained") or {}).get("step") is not None
+              and median_step_ms and w["explained"]["step_ms"] >= SAME_STALL * median_step_ms]
+    if not stalls:
         return steady
     cols = StepColumns.of(all_steps)
-    keep = np.isin(cols.index, StepColumns.of(steady).index)
-    for lo, hi in ranges:
-        keep |= (cols.index >= lo) & (cols.index <= hi)
-    return cols.take(keep)
+    return cols.take(np.isin(cols.index, StepColumns.of(steady).index) | np.isin(cols.index, stalls))
 
 
 def _own_dirs() -> tuple:
@@ -115,10 +115,8 @@ def read_events(path) -> list | None:
     return data.get("traceEvents") if isinstance(data, dict) else None
 
 
-def explain_stalls(windows: list, whole: dict, run_path, median_step_ms: float | None) -> None:
-    """Each flight-recorder window's slowest step explained from its trace (`explained`); the slowest-steps rows
-    it recorded link to it (`trace`), rows of the same periodic stall name it; the periodic-stall finding quotes
-    it. In place, on summary parts not yet checked."""
+def explain(windows: list, run_path, median_step_ms: float | None) -> None:
+    """Each flight-recorder window's slowest step explained from its trace (`explained`), in place."""
     own = _own_dirs()
     for w in windows:
         an = w.get("anomaly")
@@ -130,6 +128,11 @@ def explain_stalls(windows: list, whole: dict, run_path, median_step_ms: float |
             continue
         x["step"] = an["recorded_steps"][0] + x["step_in_window"]
         w["explained"] = x
+
+
+def link_stalls(windows: list, whole: dict, median_step_ms: float | None) -> None:
+    """The slowest-steps rows a flight-recorder window recorded link to its trace (`trace`), rows of the same
+    periodic stall name it; the periodic-stall finding quotes it. In place, on summary parts not yet checked."""
     traced = [w for w in windows if w.get("explained")]
     for r in whole.get("slowest_steps") or []:
         for w in traced:

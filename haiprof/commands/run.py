@@ -174,6 +174,9 @@ def cmd_run(argv: list[str]) -> int:
         if ns.snapshot_every is not None:   # the ranks' sessions read it from their environment
             from ..runtime.run_setup import SNAPSHOT_ENV
             os.environ[SNAPSHOT_ENV] = repr(ns.snapshot_every)
+        from ..runtime.run_setup import ANOMALY_ENV   # the flight recorder's settings, for every rank
+        os.environ[ANOMALY_ENV] = ",".join(map(str, (int(ns.trace_on_anomaly and ns.anomaly_windows > 0),
+                                                     ns.anomaly_factor, ns.anomaly_windows, ns.anomaly_mb)))
         return distributed.run_job(ns, target, list(argv))
     module = script = None
     if target and target[0] == "-m":

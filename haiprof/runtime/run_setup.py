@@ -38,6 +38,8 @@ class RunOptions:
     anomaly_factor: float = 3.0   # a step over this many times the rolling median is a slow moment
     anomaly_windows: int = 2      # at most this many windows a run ...
     anomaly_mb: float = 64.0      # ... and this many MB of their traces
+    # a rank of a distributed job: () -> (the job's store, key prefix, rank), to share those windows with every rank
+    job_store: object = None
     fix: str | None = None        # --fix spec ("prefetch,amp" or "auto"), see fixrun.py
     interleave: int = 0           # --interleave N: N baseline/fixed pass pairs before a --fix run (fixrun.py)
     # a snapshot report of the run so far every so many minutes (--snapshot-every; 0: none); a distributed job's
@@ -46,6 +48,17 @@ class RunOptions:
 
 
 SNAPSHOT_ENV, SNAPSHOT_EVERY_MIN = "HAIPROF_SNAPSHOT_EVERY_MIN", 5.0
+ANOMALY_ENV = "HAIPROF_TRACE_ON_ANOMALY"   # a distributed job's ranks: "on,factor,windows,mb" (haiprof run's options)
+
+
+def anomaly_options(env=None) -> dict:
+    """The flight recorder's RunOptions from ANOMALY_ENV (a rank of a job); {} (the defaults) without it."""
+    try:
+        on, factor, windows, mb = (os.environ if env is None else env)[ANOMALY_ENV].split(",")
+        return {"trace_on_anomaly": on == "1", "anomaly_factor": float(factor), "anomaly_windows": int(windows),
+                "anomaly_mb": float(mb)}
+    except (KeyError, ValueError):
+        return {}
 
 
 def _env_minutes(name: str, default: float) -> float:

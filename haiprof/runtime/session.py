@@ -70,6 +70,7 @@ def profile_target(run_dir: RunDir, opts: RunOptions, on_exit: Callable, fix_pla
     from haiprof.collectors.phases import PhaseRecorder, StepLimitReached
     from haiprof.collectors.sharded_comm import ShardedCommObserver
     from haiprof.collectors.anomaly import AnomalyDetector
+    from haiprof.collectors.job_share import JobShare
     from haiprof.collectors.trace_requests import TraceRequests
     from haiprof.collectors.trace_window import TraceWindow
 
@@ -115,7 +116,9 @@ def profile_target(run_dir: RunDir, opts: RunOptions, on_exit: Callable, fix_pla
                                  every_s=opts.trace_every_min * 60 if opts.trace_every_min else None,
                                  steps=opts.trace_steps or 3,
                                  anomaly=AnomalyDetector(opts.anomaly_factor) if opts.trace_on_anomaly else None,
-                                 anomaly_windows=opts.anomaly_windows, anomaly_mb=opts.anomaly_mb)
+                                 anomaly_windows=opts.anomaly_windows, anomaly_mb=opts.anomaly_mb,
+                                 share=JobShare(opts.job_store, run_dir.record_status)
+                                 if opts.job_store and opts.trace_on_anomaly else None)
         starting.callback(requests.close)
         starting.callback(window.close)      # before appender.close(): it writes the window's end mark
         for collector in (recorder, ddp, sharded):   # removed in the reverse order: sharded, ddp, recorder

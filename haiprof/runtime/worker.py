@@ -91,8 +91,11 @@ def main(argv: list[str]) -> int:
                                  trace_steps=int(opts["trace_steps"]), fix=opts["fix"],
                                  trace_at=tuple(int(x) for x in opts["trace_at"].split(","))
                                  if opts["trace_at"] else (),
-                                 trace_every_min=float(opts["trace_every"]) if opts["trace_every"] else None)
+                                 trace_every_min=float(opts["trace_every"]) if opts["trace_every"] else None,
+                                 **run_setup.anomaly_options())
     gather = RankGather(run_root, rank, world)
+    if world > 1:   # the flight recorder's windows: one rank's stall traced on every rank (collectors/job_share.py)
+        ropts.job_store = lambda: (_store_client(gather), gather.prefix, rank)
     meta = run_setup.collect_meta(ropts, target_name, run_dir)
     meta.update(info, distributed_rank=True, gather_token=gather.token)
     run_dir.write_meta(meta)
@@ -111,6 +114,16 @@ def main(argv: list[str]) -> int:
         fix_plan = fixrun.plan(ropts, run_dir.path, target_name, fixrun.target_key(meta))
         run_dir.update_meta(fixes_requested=fixrun.format_requested(fix_plan), fix_source=fix_plan.source)
     return session.profile_target(run_dir, ropts, on_exit, fix_plan)
+
+
+def _store_client(gather: RankGather):
+    """A client of the job's store of its own (the flush thread's), as the gather connects."""
+    from datetime import timedelta
+
+    from torch.distributed import TCPStore
+    if not gather.addr or not gather.port:
+        raise RuntimeError("no MASTER_ADDR/MASTER_PORT in the environment")
+    return TCPStore(gather.addr, int(gather.port), is_master=False, timeout=timedelta(seconds=10))
 
 
 def _finish_rank(run_dir: RunDir, gather: RankGather, rank: int, world: int, terminating: bool) -> None:
