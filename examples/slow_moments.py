@@ -29,7 +29,7 @@ def save_checkpoint(model, opt, path, pad_mb):
 
 def main():
     ap = argparse.ArgumentParser()
-    ap.add_argument("--steps", type=int, default=120)
+    ap.add_argument("--steps", type=int, default=160)
     ap.add_argument("--every", type=int, default=20, help="checkpoint every this many steps (0: never)")
     ap.add_argument("--pad-mb", type=int, default=24, help="extra MB written with each checkpoint")
     ap.add_argument("--hiccup-step", type=int, default=33, help="the one step that waits (-1: none)")

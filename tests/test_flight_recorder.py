@@ -232,11 +232,12 @@ def test_the_example_traces_a_stall_and_the_page_explains_it(slow_runs):
     flight = [w for w in s["trace_windows"] if w.get("anomaly")]
     assert len(flight) == 1, s["trace_windows"]
     w = flight[0]
-    assert w["anomaly"]["period_steps"] == 20 and w["anomaly"]["due_step"] == 100, w
+    due = w["anomaly"]["due_step"]   # 100 when the stalls at 20-80 all stood out; a later one if one did not
+    assert w["anomaly"]["period_steps"] == 20 and due % 20 == 0 and due >= 100, w
     assert (out / w["file"]).is_file()
     x = w["explained"]
     # the trace holds the stall: the window's slowest step is the due one, and it is a stall (3x the median)
-    assert x["step"] == 100 and x["step_ms"] >= 3 * s["step_time_s"]["median"] * 1e3, x
+    assert x["step"] == due and x["step_ms"] >= 3 * s["step_time_s"]["median"] * 1e3, x
     assert x["culprit"].endswith("save_checkpoint") and x["ms"]["io"] > 0, x
     stall = next(f for f in s["findings"] if f["kind"] == "periodic-stall")
     assert stall["evidence"]["trace"] == w["file"] and "save_checkpoint" in stall["message"]
@@ -244,10 +245,10 @@ def test_the_example_traces_a_stall_and_the_page_explains_it(slow_runs):
     assert s["bottleneck"] == "io" and s["headline"].startswith("I/O-bound"), s["headline"]
     assert s["stall_verdict"]["stall_share"] > 0.2
     assert s["next_steps"][0]["kind"] == "periodic-stall"
-    row = next(r for r in s["slowest_steps"] if r["step"] == 100)
+    row = next(r for r in s["slowest_steps"] if r["step"] == due)
     assert row["trace"] == w["file"] and any("fsync" in n for n in row["notes"])
     html = (out / "report.html").read_text()
-    assert f'href="{w["file"]}"' in html and "Step 100, from its trace" in html
+    assert f'href="{w["file"]}"' in html and f"Step {due}, from its trace" in html
     # the trace says what the stall did: the stall's rows drop the sampler's guess at whose writes they were
     linked = [r for r in s["slowest_steps"] if r.get("trace")]
     assert len(linked) >= 3 and not any("(a checkpoint?)" in n for r in linked for n in r["notes"])
