@@ -6,11 +6,9 @@ out. The page, summary.json and the console quote these; `--fix auto` and "do th
 benchmarks/prediction_error.py checks them against what the fixes measured (docs/predictions.md).
 
 The factors below are assumptions about how a fix acts, stated in each prediction's `assumed`, not fitted to runs:
-- prefetch: workers hide the loading, but the step cannot be shorter than what the workers can produce (the
-  measured time per fetch over the workers the fix starts) or than what the main process still does with every
-  batch (receive it from the workers' shared memory, copy it into pinned memory: passes over the batch bytes at
-  the host copy rate the traced pageable copies showed). An existing worker pool is left alone: only the copy
-  to the device is hidden.
+- prefetch: workers hide the loading, but the step stays at least what the workers produce (time per fetch over
+  the workers the fix starts) and what the main process still does with each batch (passes over its bytes at the
+  traced copy rate). An existing worker pool is left alone: only the copy to the device is hidden.
 - amp: the fp32 matmul/conv kernels (not on tensor cores) run TC_RATIO times faster; the step cannot drop below
   the host's own work per step (the loader on the training thread, synchronous pageable copies).
 - cuda-graphs: the launch gaps inside the captured forward/backward spans go; the optimizer stays eager.
@@ -86,7 +84,7 @@ def _out(fix: str, step: float | None, touches: str, touches_share: float, point
             "cost_s": cost_s, "worth": True, "why_not": None}
 
 
-def _none(fix: str, step: float | None, touches: str, why: str) -> dict:
+def _none(fix: str, step: float | None, touches: str, why: str) -> dict:   # cannot act here, and why
     return {**_out(fix, step, touches, 0.0, 0.0, 0.0, 0.0, why), "worth": False, "why_not": why}
 
 # -- input: prefetch ---------------------------------------------------------------------------------------------
