@@ -25,7 +25,7 @@ IO_NAMES = re.compile(r"^(fsync|fdatasync|sync|open|write|write_record|read|read
 WAIT_NAMES = re.compile(r"^(sleep|wait|acquire|select|poll|join|epoll|get)\b")
 SYNC_NAMES = re.compile(r"^(cudaDeviceSynchronize|cudaStreamSynchronize|cudaEventSynchronize|cudaMemcpy\b|"
                         r"aten::item|aten::_local_scalar_dense|synchronize)")
-GC_NAMES = re.compile(r"^(collect|gc\.collect)\b")
+GC_NAMES = re.compile(r"^(collect|gc\.collect)\b")   # gc.collect(), or the window's annotation of an automatic one
 STEP_PREFIX = "ProfilerStep#"
 LIBRARY = re.compile(r"(^|/)(torch|site-packages|dist-packages|lib/python3[.\d]*)/|^<frozen |^threading\.py|"
                      r"^(contextlib|functools|abc|typing|copy|os|io|pickle|zipfile|tempfile)\.py")
@@ -42,6 +42,8 @@ def _kind(cat: str, name: str) -> str:
     short = clean(name)
     if SYNC_NAMES.match(short):
         return "sync"
+    if GC_NAMES.match(name):
+        return "gc"
     if cat == "python_function" and name.startswith("<built-in"):
         if IO_NAMES.match(short):
             return "io"
@@ -96,7 +98,7 @@ def explain(events: list, own_dirs: tuple = (), median_step_ms: float | None = N
     st = steps[k]
     t0, t1, tid = float(st["ts"]), float(st["ts"]) + float(st.get("dur", 0)), st.get("tid")
     inside = [e for e in events if e is not st and e.get("ph") == "X" and e.get("tid") == tid
-              and e.get("cat") in ("cpu_op", "python_function", "cuda_runtime")
+              and (e.get("cat") in ("cpu_op", "python_function", "cuda_runtime") or GC_NAMES.match(str(e.get("name"))))
               and t0 <= float(e["ts"]) < t1]
     by_kind = {"ops": 0.0, "io": 0.0, "wait": 0.0, "sync": 0.0, "gc": 0.0, "python": 0.0}
     names: dict = {}

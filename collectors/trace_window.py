@@ -177,6 +177,8 @@ class TraceWindow:
                 _OWN_BUILDS[0] -= 1
             prof.start()
         self._prof, self._start_step = prof, completed
+        if self.python_stacks:
+            self._watch_gc()
         self._append((TRACE_BEGIN, begin, begin))
         devices = "+".join(a.name for a in activities)
         self._record(True, f"tracing {self.active_steps} step(s) ({devices}) after {completed} step(s); "
@@ -247,8 +249,38 @@ class TraceWindow:
         except OSError:
             pass
 
+    def _watch_gc(self) -> None:
+        """The flight recorder's windows: each garbage collection of the window is an annotation in its trace
+        ("gc.collect (generation N)"): the Python tracer does not show the collector's own time. Removed when the
+        window ends; a callback that fails stays silent (it runs inside the collector)."""
+        import gc
+
+        from torch.autograd.profiler import record_function
+        open_ = []
+
+        def on_gc(phase, info):
+            try:
+                if phase == "start":
+                    rf = record_function(f"gc.collect (generation {info.get('generation')})")
+                    rf.__enter__()
+                    open_.append(rf)
+                elif open_:
+                    open_.pop().__exit__(None, None, None)
+            except Exception:
+                pass
+
+        gc.callbacks.append(on_gc)
+
+        def unwatch():
+            if on_gc in gc.callbacks:
+                gc.callbacks.remove(on_gc)
+        self._unwatch_gc = unwatch
+
     def _finish(self) -> None:
         prof, self._prof, self._done = self._prof, None, True
+        if getattr(self, "_unwatch_gc", None) is not None:
+            self._unwatch_gc()
+            self._unwatch_gc = None
         try:
             if prof is not None:
                 # Inside the window this stops Kineto and exports what was recorded (a partial window); after

@@ -478,3 +478,29 @@ def test_a_flight_recorder_window_held_past_its_step_by_another_window_is_droppe
     assert [r[3] for r in records if r[0] == WINDOW_MARK] == [96]
     last = {name: reason for name, ok, reason in status}
     assert "another window was open at step 98" in last["trace-step98"]
+
+
+def test_a_flight_recorder_window_shows_the_garbage_collectors_own_time(tmp_path):
+    """Automatic collections are no Python call: the window annotates each one, and the explanation counts it."""
+    import gc
+
+    import torch
+    from haiprof.analysis.windows import read_events
+    from haiprof.collectors.trace_window import TraceWindow
+    before = list(gc.callbacks)
+    win = TraceWindow(tmp_path, [].append, lambda *a: None, warmup_steps=1, active_steps=2, name="trace-step1",
+                      watch=False, python_stacks=True)
+    x = torch.randn(16, 16)
+    for n in range(1, 6):
+        x = torch.tanh(x @ x)
+        if n == 3:   # the first recorded step: cyclic garbage, enough for the collector to run on its own
+            for _ in range(20_000):
+                a = []
+                a.append(a)
+        win.on_step(n)
+    win.close()
+    assert gc.callbacks == before   # the window's callback is gone with it
+    events = read_events(tmp_path / "trace-step1.json.gz")
+    assert any(str(e.get("name", "")).startswith("gc.collect (generation") for e in events)
+    x = stall_trace.explain(events)
+    assert x["ms"]["gc"] > 0, x
