@@ -2,15 +2,16 @@
 
 Square matmuls of SIZE in the dtype and with the torch threads the run used, REPS timed after a warm-up; the
 best rate is the peak (a busy moment only lowers a rate, never raises one). Run once the script has ended (the
-analysis after `haiprof run`, or `haiprof report` on the same host), never during training: about 0.1-0.5 s.
+analysis after `haiprof run`, or `haiprof report` on the same host), never during training: about 0.1 s (more on a
+loaded machine).
 """
 from __future__ import annotations
 
 import platform
 import time
 
-SIZE = 1024
-REPS = 5
+SIZE = 512      # 0.27 GFLOP a matmul: ~0.1 s for all of them on one core, a peak within the noise of larger ones
+REPS = 10       # the best of these: a busy moment only lowers a rate
 TORCH_DTYPES = {"fp32": "float32", "bf16": "bfloat16", "fp16": "float16", "fp64": "float64"}
 
 
