@@ -353,7 +353,7 @@ def predict(fix: str, s: dict) -> dict | None:
     elif p["cost_s"] and step and p["gain_share"] * step * steps < p["cost_s"]:
         saved = p["gain_share"] * step
         p["worth"], p["why_not"] = False, (f"predicted to save {saved * 1e3:.1f} ms a step, x {steps} steps = "
-                                           f"{saved * steps:.1f} s, less than its compile time "
+                                           f"{saved * steps:.2f} s, less than its compile time "
                                            f"(~{p['cost_s']:.0f} s assumed): it pays off only after "
                                            f"~{math.ceil(p['cost_s'] / saved)} steps")
     return p
