@@ -205,7 +205,7 @@ def culprits(ranks: list, slow: list, spread: dict, steady_s: float | None, sign
 
 def _who(c: dict) -> str:
     if c["kind"] == "node":
-        return f"node {c['host']}'s {len(c['ranks'])} slow ranks ({_span(c['ranks'])})"
+        return f"node {c['host']}'s {len(c['ranks'])} slow ranks ({rank_span(c['ranks'])})"
     where = [x for x in (c.get("host"), None if c.get("local_rank") is None else f"local rank {c['local_rank']}")
              if x]
     return f"rank {c['ranks'][0]}" + (f" ({', '.join(where)})" if where else "")
@@ -295,7 +295,7 @@ def headline(found: list, bottleneck: str, steady_s: float) -> str:
             f"{gain}.")
 
 
-def _span(ranks: list) -> str:
+def rank_span(ranks: list) -> str:
     """3, 4, 5, 6, 9 -> '3-6, 9'."""
     ranks, out, i = sorted(ranks), [], 0
     while i < len(ranks):

@@ -298,7 +298,7 @@ def _spread_findings(spread: dict, named: set) -> list:
         if set(nd["slow_ranks"]) <= named:
             continue   # a culprit: its own finding
         out.append(_straggler("high", f"node {nd['host']} is slow: {len(nd['slow_ranks'])} of its "
-                                      f"{nd['ranks_on_node']} ranks (ranks {_span(nd['slow_ranks'])}) each spend "
+                                      f"{nd['ranks_on_node']} ranks (ranks {C.rank_span(nd['slow_ranks'])}) each spend "
                                       f"{nd['excess_ms']:.0f} ms per step more than the job's median before the "
                                       f"gradient sync, mostly {CAUSE_TEXT[nd['cause']]}; every other rank waits for "
                                       f"them", nd, ["prefetch"] if nd["cause"] == "dataloader" else []))
@@ -313,14 +313,3 @@ def _spread_findings(spread: dict, named: set) -> list:
                               {"ranks": [r["rank"] for r in lone[5:]]}))
     return out
 
-
-def _span(ranks: list) -> str:
-    """3, 4, 5, 6, 9 -> '3-6, 9'."""
-    out, i = [], 0
-    while i < len(ranks):
-        j = i
-        while j + 1 < len(ranks) and ranks[j + 1] == ranks[j] + 1:
-            j += 1
-        out.append(str(ranks[i]) if i == j else f"{ranks[i]}-{ranks[j]}")
-        i = j + 1
-    return ", ".join(out)
