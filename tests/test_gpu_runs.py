@@ -200,3 +200,19 @@ def test_the_headline_is_one_sentence_with_the_verdicts_share(reports, name):
     assert head.count(". ") == 0 and head.endswith("."), head
     step_ms = 1e3 * s["step_time_s"]["steady"]
     assert f"of the {step_ms:.1f} ms step" in head, (head, step_ms)
+
+
+def test_efficiency_says_tensor_cores_and_memory_headroom(reports, gpu_reports):
+    """Beside the MFU (these traces carry no shapes: no FLOPs, said so), the compute efficiency block quotes the
+    GPU section's tensor-core share: fp32 compute_base 0%, its amp run on tensor cores; memory headroom where the
+    allocator counters were recorded."""
+    base, amp = reports["compute_base"]["efficiency"], reports["compute_a"]["efficiency"]
+    assert base["tensor_core_share"] == reports["compute_base"]["gpu"]["tensor_core_share"] < 0.05, base
+    assert amp["tensor_core_share"] > max(0.1, base["tensor_core_share"]), amp   # its matmuls moved to tensor cores
+    assert "no op shapes" in base["note"] and base["mfu"] is None
+    dev = reports["compute_base"]["hardware"]["gpu"]["devices"]["0"]   # no allocator counters: NVML's peak
+    assert base["memory_headroom"] == {"peak_bytes": dev["mem_used_bytes_max"], "capacity_bytes": dev["mem_total_bytes"],
+                                       "headroom_bytes": dev["mem_total_bytes"] - dev["mem_used_bytes_max"],
+                                       "source": "NVML, device-wide"}
+    html = (gpu_reports(["compute_base"])["compute_base"][0] / "report.html").read_text()
+    assert "On the device: tensor cores ran 0% of the traced kernel time" in html and "GiB free; NVML" in html

@@ -58,6 +58,28 @@ def quote_mfu(findings: list[dict], eff: dict | None) -> None:
                                            "achieved_flops": eff["achieved_flops"], "peak_flops": eff["peak_flops"]})
 
 
+def add_device_use(eff: dict | None, gpu: dict | None, memory: dict | None, hardware: dict | None) -> None:
+    """CUDA runs: beside the MFU, the share of the traced kernel time on tensor cores (by kernel name,
+    analyzers/gpu_kernels.py) and the memory headroom at the run's peak (allocator counters against the device's
+    capacity; without those counters NVML's device-wide peak): whether "compute-bound" has room in precision and
+    in batch size. Quoted from the GPU section's figures, not computed again. In place; nothing without a traced
+    window or without those figures."""
+    if eff is None:
+        return
+    tc = (gpu or {}).get("tensor_core_share")
+    if tc is not None:
+        eff["tensor_core_share"] = tc
+    m = memory or {}
+    peak, cap, source = m.get("peak_reserved_bytes") or m.get("peak_allocated_bytes"), m.get("capacity_bytes"), \
+        "peak reserved by PyTorch's allocator"
+    if not (peak and cap):
+        dev = next(iter((((hardware or {}).get("gpu") or {}).get("devices") or {}).values()), {})
+        peak, cap, source = dev.get("mem_used_bytes_max"), dev.get("mem_total_bytes"), "NVML, device-wide"
+    if peak and cap:
+        eff["memory_headroom"] = {"peak_bytes": peak, "capacity_bytes": cap, "headroom_bytes": max(0, cap - peak),
+                                  "source": source}
+
+
 def _flops(x: float) -> str:
     for unit, scale in (("TFLOP", 1e12), ("GFLOP", 1e9), ("MFLOP", 1e6)):
         if x >= scale:

@@ -169,6 +169,7 @@ def analyze(run_dir: RunDir, extra_findings: list | None = None, run: Run | None
     summary["efficiency"] = efficiency.analyze(run_dir.path, meta, summary["trace_windows"], run.trace_events,
                                                stats.get("steady"), device is not None)   # FLOPs, MFU
     run.release_trace()   # its last reader
+    efficiency.add_device_use(summary["efficiency"], summary["gpu"], summary["memory"], summary.get("hardware"))
     efficiency.quote_mfu(summary["findings"], summary["efficiency"])
     summary["findings"] = verdict.sort_findings(summary["findings"] + whole["findings"])
     summary["slowest_steps"] = whole["slowest_steps"]

@@ -38,7 +38,21 @@ def _efficiency(d) -> str:
                   flops=_flops(e["flops_per_step"]) if e.get("flops_per_step") else None,
                   achieved=f"{_flops(e['achieved_flops'])}/s" if e.get("achieved_flops") else None,
                   peak=f"{_flops(e['peak_flops'])}/s" if e.get("peak_flops") else None,
-                  mfu=f"{e['mfu']:.1%}" if e.get("mfu") else None, steady=f"{steady * 1e3:.1f}" if steady else None)
+                  mfu=f"{e['mfu']:.1%}" if e.get("mfu") else None, steady=f"{steady * 1e3:.1f}" if steady else None,
+                  device=_device_use(e))
+
+
+def _device_use(e: dict) -> str | None:
+    """CUDA runs: the tensor cores' share of the traced kernel time and the memory headroom at the peak."""
+    parts = []
+    if e.get("tensor_core_share") is not None:
+        parts.append(f"tensor cores ran {e['tensor_core_share']:.0%} of the traced kernel time (by kernel name)")
+    m = e.get("memory_headroom")
+    if m:
+        gib = 2 ** 30
+        parts.append(f"memory {m['peak_bytes'] / gib:.1f} of {m['capacity_bytes'] / gib:.1f} GiB at the peak "
+                     f"({m['headroom_bytes'] / gib:.1f} GiB free; {m['source']})")
+    return "; ".join(parts) or None
 
 
 def section_windows(d, figs) -> str:
