@@ -21,6 +21,8 @@ down to the next culprit's, all of them together to nothing.
 """
 from __future__ import annotations
 
+import math
+
 import statistics
 
 import numpy as np
@@ -181,14 +183,16 @@ def culprits(ranks: list, slow: list, spread: dict, steady_s: float | None, sign
     singles += [s for s in spread.get("ranks", []) if s["rank"] not in named | {x["rank"] for x in singles}]
     if not found and not singles:
         singles = _intermittent(ranks, figs, step_ms)
-    found += [{"kind": "rank", "host": s.get("host"), "ranks": [s["rank"]], "local_rank": s.get("local_rank")}
-              for s in singles]
+    found += [{"kind": "rank", "host": s.get("host"), "ranks": [s["rank"]], "local_rank": s.get("local_rank"),
+               **({"arrival": True} if s in slow else {})} for s in singles]
     for c in found:
         members = set(c["ranks"]) & set(figs)
         c["late_ms"] = _late(figs, members) if members else 0.0
         c["subject"] = f"node {c['host']}" if c["kind"] == "node" else f"rank {c['ranks'][0]}"
         c.update(cause(figs, members, c["late_ms"]) if members else {"cause": "other", "excess_ms": {}})
         c["host_signs"] = _own_signs(signs or {}, members)
+        if c.pop("arrival", False):   # named by last arrivals over a few steps: is it more than noise?
+            c["chance"] = chance_late(_lateness(figs, members), len(ranks))
     found = sorted((c for c in found if c["late_ms"] >= T.OUTLIER_MIN_SHARE * step_ms),
                    key=lambda c: -c["late_ms"])[:MAX_CULPRITS]
     for i, c in enumerate(found):   # alone: the first takes the job down to the next one's lateness
@@ -270,11 +274,42 @@ def finding(c: dict, order: int, steady_s: float) -> dict:
                    fixes=[c["action"]["fix"]] if c["action"]["fix"] else []).as_dict()
 
 
+def chance_late(late: np.ndarray, world: int) -> float:
+    """How likely lock-step noise alone makes some rank this late: a one-sided sign-flip (randomisation) test of
+    its per-step lateness behind the others (exact up to 16 steps, normal beyond), times the world size (any rank
+    could have been the one). Few steps cannot reach significance: 4 steps at best 1/16 per rank."""
+    d = np.asarray(late, dtype=np.float64)
+    d = d[np.isfinite(d)]
+    n = len(d)
+    if n == 0 or float(d.sum()) <= 0:
+        return 1.0
+    if n <= 16:
+        signs = ((np.arange(2 ** n)[:, None] >> np.arange(n)) & 1) * 2 - 1
+        p = float(((signs * np.abs(d)).sum(axis=1) >= float(d.sum()) - 1e-9).mean())
+    else:
+        p = 0.5 * math.erfc(float(d.sum()) / math.sqrt(float((d * d).sum())) / math.sqrt(2))
+    return min(1.0, max(world, 1) * p)
+
+
+def _lateness(figs: dict, members: set) -> np.ndarray:
+    """The members' work minus the others' median, step by step (ms)."""
+    others = [f["cols"]["work"] for k, f in figs.items() if k not in members]
+    mine = [figs[k]["cols"]["work"] for k in members if k in figs]
+    if not others or not mine:
+        return np.zeros(0)
+    return np.median(np.stack(mine), axis=0) - np.median(np.stack(others), axis=0)
+
+
 def leads(found: list, removable_share: float) -> dict | None:
     """The culprit the job's verdict names: the slowest, when the others' wait for it is graded high (as a class
-    must be to be the verdict) and is at least what the class verdict's fix can remove (`removable_share`)."""
+    must be to be the verdict), is at least what the class verdict's fix can remove (`removable_share`), and its
+    lateness is more than noise gives over a few steps (chance_late; its finding stays, the verdict does not
+    follow it)."""
     top = found[0] if found else None
-    return top if top and top["severity"] == "high" and top["late_share"] >= removable_share else None
+    if not top or top["severity"] != "high" or top["late_share"] < removable_share:
+        return None
+    chance = top.get("chance")
+    return top if chance is None or chance < T.CULPRIT_CHANCE else None
 
 
 def job_bottleneck(top: dict) -> str:

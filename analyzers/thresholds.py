@@ -67,6 +67,9 @@ STRAGGLER_CONSISTENCY = 0.7
 STRAGGLER_SKEW_SHARE = 0.15
 # ...and its own extra time in one phase (the cause) accounts for at least this share of that wait.
 STRAGGLER_EXPLAINED = 0.5
+# A culprit leads a job's verdict only when noise alone would make some rank that late with less than this
+# chance (analyzers/culprit.chance_late): the usual 5% significance level, not a value fitted to a run.
+CULPRIT_CHANCE = 0.05
 # A slow rank whose batches are this much larger than the others' is "data imbalance", not "its compute".
 DATA_IMBALANCE = 0.10
 # -- op-level launch analysis (analyzers/launch.py) ---------------------------------------------------------

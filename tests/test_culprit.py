@@ -1,6 +1,7 @@
 """The rank behind the barrier on hand-built ranks: who the job waits for, the cause from that rank's own record
 (input, run-queue, pauses, compute, imbalance, in that order), the verdict and the first action that follow, and
 what fixing it alone gives back. The same on synthetic 64-rank jobs built like benchmarks/job_scale.py's."""
+import numpy as np
 import pytest
 
 from haiprof.analyzers import actions, culprit as C
@@ -207,3 +208,18 @@ def test_spread_of_equal_medians_names_two_ranks():
     rows = [{"rank": k, "step_time_median_s": 0.078} for k in range(4)]
     sp = D.step_spread(rows)
     assert (sp["fastest_rank"], sp["slowest_rank"]) == (0, 3) and sp["spread"] == 0
+
+
+def test_a_few_steps_of_lock_step_noise_do_not_lead_the_verdict():
+    """A rank named by its last arrivals leads the verdict only when its lateness is more than noise: 4 steps can
+    never show it (a sign-flip test: 1/16 at best, x2 ranks), 7 steps 250 ms late each do (2/128 x 2), and
+    lateness that flips sign from step to step does not; a culprit without that test (a node) is not held back."""
+    assert C.chance_late([80.0, 60.0, 40.0, 120.0], 2) == pytest.approx(2 / 16)
+    assert C.chance_late([250.0] * 6 + [-10.0], 2) == pytest.approx(2 * 2 / 128)
+    assert C.chance_late([90.0, -70.0, 60.0, -40.0, 80.0, -50.0, 70.0, -60.0], 2) > 0.05
+    assert C.chance_late(np.full(40, 5.0), 64) < 1e-6            # many steps: the normal approximation
+    base = {"severity": "high", "late_share": 0.24}
+    assert C.leads([{**base, "chance": 0.125}], 0.1) is None
+    assert C.leads([{**base, "chance": 0.03}], 0.1) is not None
+    node = {**base, "kind": "node"}
+    assert C.leads([node], 0.1) is node

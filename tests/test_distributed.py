@@ -82,7 +82,7 @@ def test_shaped_loopback_is_communication_bound(tmp_path):
 def test_straggler_on_rank1_named_with_its_dataloader(tmp_path):
     out = tmp_path / "run"
     # The wrapped-launcher form: an existing torchrun command line, unchanged, after `--`.
-    r = run_haiprof("run", "--trace-steps", "0", "--out", out, "--", TORCHRUN, "--nproc-per-node", "2", EXAMPLE, "--steps", "6",
+    r = run_haiprof("run", "--trace-steps", "0", "--out", out, "--", TORCHRUN, "--nproc-per-node", "2", EXAMPLE, "--steps", "8",
                     "--batch-size", "16", "--layers", "2", "--slow-rank", "1", "--slow-ms", "250")
     assert r.returncode == 0, r.stderr[-3000:]
     s = load_summary(out)
