@@ -28,8 +28,11 @@ def test_launch_bound_example_is_launch_and_trace_is_valid(tmp_path):
     s = load_summary(out)
     assert s["bottleneck"] == "launch", s["headline"]
     launch = next(f for f in s["findings"] if f["kind"] == "launch")
-    assert launch["severity"] == "high" and launch["fixes"], launch
-    # compile's cost (its compile time) outweighs what it saves over a 12-step run: left out, and said why
+    assert launch["severity"] == "high", launch
+    # each launch fix is offered or left out with its reason (compile's compile time outweighs what it saves over
+    # a 12-step run; on a loaded machine fused-optim's predicted gain can fall below what the run resolves)
+    left = launch["evidence"].get("fixes_left_out") or {}
+    assert all(f in launch["fixes"] or f in left for f in ("compile", "fused-optim")), launch
     assert "compile" in launch["fixes"] or "compile time" in s["advice_left_out"]["compile"], s["advice_left_out"]
     cpu = s["launch"]["cpu"]
     assert cpu["steps"] == 3 and cpu["ops_per_step"] >= 500
