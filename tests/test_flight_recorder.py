@@ -260,8 +260,13 @@ def test_a_run_without_anomalies_records_no_extra_window(slow_runs):
     from conftest import load_summary
     _, out = slow_runs
     s = load_summary(out)
-    assert [w["file"] for w in s["trace_windows"]] == ["trace.json.gz"]
-    assert not list(out.glob("trace-step*"))
+    assert s["trace_windows"][0]["file"] == "trace.json.gz"
+    # no stall to learn a period from: no window placed on a due step. A loaded machine can still slow a stretch of
+    # steps (5 in a row over 3x the median): that is a slow moment of its own, traced at once, never a periodic one
+    extra = s["trace_windows"][1:]
+    assert all(w.get("anomaly") and w["anomaly"].get("period_steps") is None and w["anomaly"].get("due_step") is None
+               for w in extra), extra
+    assert len(list(out.glob("trace-step*"))) == len(extra)
     assert s["bottleneck"] != "io" and "stall_verdict" not in s
 
 
