@@ -66,7 +66,8 @@ def test_two_training_threads_open_the_default_window_once(tmp_path):
     script = tmp_path / "threads.py"
     script.write_text(TWO_THREADS)
     out = tmp_path / "run"
-    r = run_haiprof("run", "--quiet", "--out", out, script, cwd=tmp_path)
+    # the flight recorder off: two threads' interleaved steps can look like a slow stretch (a window of its own)
+    r = run_haiprof("run", "--quiet", "--no-trace-on-anomaly", "--out", out, script, cwd=tmp_path)
     assert r.returncode == 0, r.stderr[-2000:]   # was a segfault, or two windows listing trace.json.gz twice
     assert r.stdout == "done\n" and "Leaked callback" not in r.stderr
     assert _never_overlap(out) == 1
