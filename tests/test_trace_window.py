@@ -33,7 +33,9 @@ def test_launch_bound_example_is_launch_and_trace_is_valid(tmp_path):
     # a 12-step run; on a loaded machine fused-optim's predicted gain can fall below what the run resolves)
     left = launch["evidence"].get("fixes_left_out") or {}
     assert all(f in launch["fixes"] or f in left for f in ("compile", "fused-optim")), launch
-    assert "compile" in launch["fixes"] or "compile time" in s["advice_left_out"]["compile"], s["advice_left_out"]
+    for fix in ("compile", "fused-optim"):              # a fix left out says why: its compile time or the run's noise
+        assert fix in launch["fixes"] or any(w in s["advice_left_out"][fix] for w in ("compile time", "resolve")), \
+            s["advice_left_out"]
     cpu = s["launch"]["cpu"]
     assert cpu["steps"] == 3 and cpu["ops_per_step"] >= 500
     assert cpu["framework_share"] > cpu["heavy_share"]
