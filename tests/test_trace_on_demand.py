@@ -44,19 +44,36 @@ def _start_until_stopped(out, stop, *options):
                             stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
 
 
-def test_haiprof_trace_asks_a_running_job(tmp_path):
-    out, stop = tmp_path / "r", tmp_path / "stop"
+@pytest.fixture(scope="module")
+def one_running_job(tmp_path_factory):
+    """One until_stopped.py run, asked while it runs (the two tests below read what each ask got): a snapshot
+    `haiprof report` after 50 steps, then `haiprof trace --at` a step ~3 s ahead; stopped once 20 steps past it.
+    Returns a dict of the run directory, the asks' results, what the snapshot left and the run's own end."""
+    tmp = tmp_path_factory.mktemp("running")
+    out, stop = tmp / "r", tmp / "stop"
+    got = {"out": out}
     proc = _start_until_stopped(out, stop)
     try:
-        _wait_steps(out, 30)
-        at = sum(r[0] == "@step" for r in phase_records(out)) + 300   # ~3 s ahead of the run
-        r = run_haiprof("trace", out, "--steps", "2", "--at", str(at))
-        assert r.returncode == 0 and "taken" in r.stdout and "not taken" not in r.stdout, (r.stdout, r.stderr)
-        _wait_steps(out, at + 20)
+        _wait_steps(out, 50)
+        got["report"] = run_haiprof("report", out)
+        got["snapshot"] = load_summary(out) if got["report"].returncode == 0 else None
+        got["alive_after_report"] = proc.poll() is None
+        at = got["at"] = sum(r[0] == "@step" for r in phase_records(out)) + 300   # ~3 s ahead of the run
+        got["trace"] = run_haiprof("trace", out, "--steps", "2", "--at", str(at))
+        if got["trace"].returncode == 0:
+            _wait_steps(out, at + 20)
     finally:
         stop.touch()
-        _, err = proc.communicate(timeout=180)
-    assert proc.returncode == 0, err
+        _, got["err"] = proc.communicate(timeout=180)
+    got["returncode"] = proc.returncode
+    return got
+
+
+def test_haiprof_trace_asks_a_running_job(one_running_job):
+    job = one_running_job
+    out, at, r = job["out"], job["at"], job["trace"]
+    assert r.returncode == 0 and "taken" in r.stdout and "not taken" not in r.stdout, (r.stdout, r.stderr)
+    assert job["returncode"] == 0, job["err"]
     assert (out / f"trace-step{at}.json.gz").is_file()
     w = [x for x in load_summary(out)["trace_windows"] if x["file"] == f"trace-step{at}.json.gz"]
     assert w and w[0]["first_step"] == at and w[0]["steps"] >= 2
@@ -85,21 +102,15 @@ def test_haiprof_trace_reaches_every_rank_at_the_same_step(tmp_path):
         assert (out / f"rank-{rank}" / f"trace-step{at}.json.gz").is_file(), rank
 
 
-def test_snapshot_report_of_a_running_job(tmp_path):
-    out, stop = tmp_path / "r", tmp_path / "stop"
-    proc = _start_until_stopped(out, stop)
-    try:
-        _wait_steps(out, 50)
-        r = run_haiprof("report", out)
-        assert r.returncode == 0, r.stderr
-        assert "a snapshot of a run in progress" in r.stderr
-        s = load_summary(out)
-        assert s["snapshot"] is True and s["steps"] >= 50 and s["exit_code"] is None
-        assert any(f["kind"] == "incomplete" and "still in progress" in f["message"] for f in s["findings"])
-        assert proc.poll() is None                       # the run goes on, undisturbed
-    finally:
-        stop.touch()
-        _, err = proc.communicate(timeout=180)
-    assert proc.returncode == 0, err
-    s = load_summary(out)                                # the run's own report replaced the snapshot
+def test_snapshot_report_of_a_running_job(one_running_job):
+    job = one_running_job
+    r = job["report"]
+    assert r.returncode == 0, r.stderr
+    assert "a snapshot of a run in progress" in r.stderr
+    s = job["snapshot"]
+    assert s["snapshot"] is True and s["steps"] >= 50 and s["exit_code"] is None
+    assert any(f["kind"] == "incomplete" and "still in progress" in f["message"] for f in s["findings"])
+    assert job["alive_after_report"]                     # the run goes on, undisturbed
+    assert job["returncode"] == 0, job["err"]
+    s = load_summary(job["out"])                         # the run's own report replaced the snapshot
     assert "snapshot" not in s and s["exit_code"] == 0
