@@ -55,21 +55,53 @@ class Run:
         return f"<haiprof.Run {str(self.path)!r}: {s.get('bottleneck')}, {s.get('steps')} steps>"
 
     # -- helpers -----------------------------------------------------------------------------------------
+    def _columns(self):
+        """The phase records as columns, read once for both their readers: the `phases` table and the analysis
+        (a long run's phases.bin is its largest file); let go once both have them."""
+        return self._cached("columns", self._dir.read_phase_columns)
+
+    def _columns_used(self, by: str) -> None:
+        self._cache.setdefault("columns_used", set()).add(by)
+        if self._cache["columns_used"] >= {"phases", "model"}:
+            self._cache.pop("columns", None)
+
+    def _model(self):
+        """The run directory read once (analysis/run_model.Run): the analysis behind `steps` and `summary` (when
+        summary.json is absent), and `samples` and `status` once it is read."""
+        def build():
+            from .analysis.run_model import Run as RunModel
+            model = RunModel.read(self._dir, cols=self._columns())
+            self._columns_used("model")
+            return model
+        return self._cached("model", build)
+
     def _analysis(self):
         if self._data is None:
             from .analysis.summary import analyze
-            self._data = analyze(self._dir)
+            self._data = analyze(self._dir, run=self._model())
         return self._data
 
-    def _t0_ns(self, cols=None) -> int:
+    def _t0_ns(self) -> int:
         t0 = self.meta.get("start_monotonic_ns")
         if isinstance(t0, int):
             return t0
         # An older or hand-made run dir: fall back to the earliest timestamp recorded.
-        cols = cols if cols is not None else self._dir.read_phase_columns()
-        firsts = [int(cols.start.min())] if len(cols.start) else []
-        firsts += [r[1] for _, r in cols.odd]
-        return min(firsts) if firsts else 0
+        def first():
+            cols = self._columns()
+            firsts = [int(cols.start.min())] if len(cols.start) else []
+            firsts += [r[1] for _, r in cols.odd]
+            return min(firsts) if firsts else 0
+        return self._cached("t0", first)
+
+    def _raw_samples(self) -> dict:
+        """collector -> sample dicts: the analysis' own when it has read them, else read here."""
+        model = self._cache.get("model")
+        return model.samples if model is not None else \
+            {name: self._dir.read_samples(name) for name in self._dir.sample_collectors()}
+
+    def _raw_status(self) -> dict:
+        model = self._cache.get("model")
+        return model.status if model is not None else self._dir.read_status()
 
     def _cached(self, key, build):
         if key not in self._cache:
@@ -130,8 +162,9 @@ class Run:
             import numpy as np
             import pandas as pd
             columns = ["phase", "timing", "start_s", "end_s", "duration_ms"]
-            cols = self._dir.read_phase_columns()   # numpy columns: no Python row per interval of a long run
-            t0 = self._t0_ns(cols)
+            t0 = self._t0_ns()
+            cols = self._columns()   # numpy columns: no Python row per interval of a long run
+            self._columns_used("phases")
 
             def what(name):   # (phase, timing); step marks ("@step") live in `steps`, so phase None
                 timing, phase = ("gpu", name[4:]) if name.startswith("gpu:") else ("host", name)
@@ -170,8 +203,8 @@ class Run:
             import pandas as pd
             t0 = self._t0_ns()
             out = {}
-            for name in self._dir.sample_collectors():
-                recs = [r for r in self._dir.read_samples(name) if isinstance(r, dict) and "t_ns" in r]
+            for name, got in self._raw_samples().items():
+                recs = [r for r in got if isinstance(r, dict) and "t_ns" in r]
                 df = pd.DataFrame(recs)
                 if df.empty:
                     df = pd.DataFrame(columns=["t_s", "cost_ms"])
@@ -197,7 +230,7 @@ class Run:
         def build():
             import pandas as pd
             rows = [{"collector": k, "available": bool(v.get("available")), "reason": v.get("reason", "")}
-                    for k, v in sorted(self._dir.read_status().items())]
+                    for k, v in sorted(self._raw_status().items())]
             return pd.DataFrame(rows, columns=["collector", "available", "reason"])
         return self._cached("status", build)
 

@@ -6,6 +6,7 @@ needs each op's input shapes, which the columns leave out)."""
 from __future__ import annotations
 
 import builtins
+import json
 import shutil
 from collections import Counter
 
@@ -107,3 +108,71 @@ def test_one_parse_gives_the_reader_s_columns(tmp_path):
     (d / "trace.json").write_bytes(raw[: len(raw) * 2 // 3])   # killed mid-write
     cut = Run.read(RunDir(d)).trace()
     assert cut.truncated and 0 < len(cut.columns) < len(theirs.columns)
+
+
+# -- every other reader of a run directory: the Python API, the export's step range, a job's reference rank ----
+@pytest.fixture
+def phase_reads(monkeypatch):
+    """rank/run directory name -> how often its phase records were read (either RunDir reader)."""
+    seen: Counter = Counter()
+    for name in ("read_phase_columns", "read_phase_records"):
+        real = getattr(RunDir, name)
+
+        def read(self, *a, _real=real, **k):
+            seen[self.path.name] += 1
+            return _real(self, *a, **k)
+        monkeypatch.setattr(RunDir, name, read)
+    return seen
+
+
+def test_the_api_reads_the_phases_once_for_every_table(seeded, tmp_path, phase_reads):
+    """haiprof.load's tables and its analysis (no summary.json: recomputed) share one read of phases.bin; the
+    samples and the collectors' status are the analysis' own once it has them."""
+    import haiprof
+
+    d = tmp_path / "run"
+    shutil.copytree(seeded[1], d)
+    (d / "summary.json").unlink()
+    run = haiprof.load(d)
+    assert len(run.phases) and len(run.steps) and run.summary["steps"] == len(run.steps)
+    assert set(run.samples) and len(run.status)
+    assert phase_reads == {"run": 1}, dict(phase_reads)
+    assert "columns" not in run._cache   # let go once both readers have them
+    steps = haiprof.load(d).steps        # the other order: the analysis first, then the table of intervals
+    assert len(steps) == len(run.steps) and phase_reads == {"run": 2}
+
+
+def test_an_export_of_a_step_range_reads_the_phases_once(seeded, tmp_path, phase_reads):
+    from haiprof.commands.export import cmd_export
+
+    out = tmp_path / "t.json"
+    assert cmd_export([str(seeded[1]), "--steps", "2:4", "--out", str(out)]) == 0
+    steps = {e["args"]["step"] for e in json.loads(out.read_text())["traceEvents"] if e.get("cat") == "step"}
+    assert steps == {2, 3, 4}
+    assert phase_reads == {seeded[1].name: 1}, dict(phase_reads)
+
+
+def test_a_job_report_reads_each_rank_s_phases_once(tmp_path, phase_reads, monkeypatch):
+    """A stale reference rank is analysed once: its fresh digest and the page's charts come from that one
+    analysis (it was analysed for its digest, then again, whole, for the charts)."""
+    import os
+    import sys
+    import time
+
+    from conftest import REPO
+    from haiprof.analysis import rank_digest, ranks
+
+    sys.path.insert(0, str(REPO))
+    from benchmarks import job_scale
+
+    monkeypatch.setattr(ranks.os, "cpu_count", lambda: 1)   # the stale ranks analysed in this process: counted
+    job = job_scale.build_job(tmp_path / "job", 2)
+    past = time.time() - 60
+    for d in job.glob("rank-*"):   # digests older than the raw data: both ranks are analysed again
+        for name in ("summary.json", rank_digest.STEPS_FILE):
+            os.utime(d / name, (past, past))
+    phase_reads.clear()
+    data = ranks.analyze_job(RunDir(job))
+    assert data.summary["distributed"]["world_size"] == 2 and len(data.steps) > 100
+    assert phase_reads == {"rank-0": 1, "rank-1": 1}, dict(phase_reads)
+    assert all(rank_digest.is_fresh(d) for d in job.glob("rank-*"))

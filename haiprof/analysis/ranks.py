@@ -100,7 +100,16 @@ def _rank_inputs(run_dir: RunDir, gather: dict) -> tuple[list, dict, dict]:
     """RankInputs built from the ranks' digests alone (raw data is read only to refresh a stale digest)."""
     dirs = rank_dirs(run_dir)
     loaded = {rank: rank_digest.load_fresh(p) for rank, p in dirs.items()}
-    errors = refresh_stale([dirs[k] for k, v in loaded.items() if v is None])
+    # the reference rank's stale digest is rewritten here: its analysis serves the page's charts too (its raw
+    # files read once), the other stale ranks go to the pool
+    errors, ref = {}, None
+    first = min(dirs) if dirs else None
+    if first is not None and loaded[first] is None:
+        try:
+            ref = rank_digest.write(RunDir(dirs[first]))
+        except Exception as e:
+            errors[str(dirs[first])] = f"{type(e).__name__}: {e}"
+    errors.update(refresh_stale([dirs[k] for k, v in loaded.items() if v is None and k != first]))
     inputs, digests = [], {}
     for rank, p in dirs.items():
         if str(p) in errors:
@@ -118,18 +127,22 @@ def _rank_inputs(run_dir: RunDir, gather: dict) -> tuple[list, dict, dict]:
         inputs.append(D.RankInput(rank, meta, [], int(dg.get("steps") or 0), batches, dg.get("ddp") or [],
                                   source, stats, table))
         digests[rank] = {"summary": summary, "table": table, "meta": meta}
-    return inputs, digests, errors
+    return inputs, digests, errors, ref
 
 
-def _reference(run_dir: RunDir, digests: dict):
+def _reference(run_dir: RunDir, digests: dict, analysed: RunData | None = None):
     """Rank 0 (or the lowest rank present): its own steps and samples for the page's step and utilization charts,
-    from its raw data when it is here and not long (one rank, whatever the world size), else from its digest."""
+    from its raw data when it is here and not long (one rank, whatever the world size), else from its digest.
+    `analysed`: that rank's analysis when its digest was just rewritten (not read a second time)."""
     if not digests:
         return None
     rank = min(digests)
     path = run_dir.path / f"rank-{rank}"
     steps = (digests[rank]["summary"].get("rank_digest") or {}).get("steps") or 0
-    if steps <= REFERENCE_RAW_STEPS and rank_digest.raw_files(path):
+    mine = analysed is not None and analysed.run_dir.path == path
+    if steps <= REFERENCE_RAW_STEPS and mine:
+        return analysed
+    if steps <= REFERENCE_RAW_STEPS and not mine and rank_digest.raw_files(path):
         try:
             return analyze(RunDir(path))
         except Exception:
@@ -176,7 +189,7 @@ def analyze_job(run_dir: RunDir) -> RunData:
     meta = run_dir.read_meta()
     gather_path = run_dir.file(GATHER_FILE)
     gather = json.loads(gather_path.read_text()) if gather_path.is_file() else {}
-    ranks, digests, errors = _rank_inputs(run_dir, gather.get("ranks", {}))
+    ranks, digests, errors, analysed = _rank_inputs(run_dir, gather.get("ranks", {}))
     world = max([int(r.meta.get("world_size") or 0) for r in ranks] + [len(ranks)] +
                 [int(k) + 1 for k in (meta.get("failures") or {}) if k.isdigit()])
     # Only rank 0's directory gathers; another node's directory holds its own ranks (the others are elsewhere).
@@ -193,7 +206,7 @@ def analyze_job(run_dir: RunDir) -> RunData:
     # the contract's steady figure for a job ("steady"): the ranks' steady steps, time over count (what a clock
     # around them reads on one rank, the ranks stepping together)
     stats = D.pooled_stats(ranks)
-    ref = _reference(run_dir, digests)
+    ref = _reference(run_dir, digests, analysed)
     n = len(ref.steps) if ref else 0
     split = D.comm_split(ranks)
     ddp = D.ddp_overlap(ranks)

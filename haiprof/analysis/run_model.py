@@ -47,9 +47,11 @@ class Run:
     _events: dict = field(default_factory=dict, repr=False)   # trace file name -> its events as dicts
 
     @classmethod
-    def read(cls, run_dir: RunDir) -> "Run":
+    def read(cls, run_dir: RunDir, cols: PhaseColumns | None = None) -> "Run":
+        """`cols`: the phase records as the caller already read them (RunDir.read_phase_columns; left unchanged),
+        else read here."""
         meta = run_dir.read_meta()
-        cols = run_dir.read_phase_columns()
+        cols = cols if cols is not None else run_dir.read_phase_columns()
         # the few records other than intervals and marks (marks with values, records with extras) are lists; the
         # DataLoader waits with their thread's CPU are columns (taken before the split below: their temporaries
         # and the split's are not alive together)

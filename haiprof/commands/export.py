@@ -36,8 +36,8 @@ def step_windows(trace: Trace, first: int, last: int, text: str) -> dict:
     from ..analysis.step_range import step_spans
 
     windows, counts = {}, {}
-    for rank, rdir, _ in trace.sources:
-        start, end = step_spans(rdir)
+    for rank, _, _ in trace.sources:
+        start, end = step_spans(trace.columns(rank))   # read once: the export's slices take them too
         counts[rank] = len(start)
         if first < len(start):
             windows[rank] = (int(start[first]), int(end[min(last, len(start) - 1)]))

@@ -91,13 +91,14 @@ def _overlaps(start: np.ndarray, end: np.ndarray, window) -> np.ndarray:
 
 
 def phase_chunks(rank: int, run_dir: RunDir, meta: dict, base_wall_ns: int, window=None,
-                 chunk: int = CHUNK) -> Iterator[list[dict]]:
+                 chunk: int = CHUNK, cols=None) -> Iterator[list[dict]]:
     """phase_events a chunk of at most `chunk` slices at a time (the track metadata first): a dict per slice
     only for the slices of the chunk being written. `window`: (t0, t1) on this run dir's CLOCK_MONOTONIC (ns):
-    only the slices overlapping it (steps numbered as in the whole run)."""
+    only the slices overlapping it (steps numbered as in the whole run). `cols`: the run dir's phase records
+    as the caller already read them (Trace.columns), else read here."""
     pid = RANK_PID_BASE + rank
     offset = _wall_ns(meta)(0) - base_wall_ns   # ns to add to a CLOCK_MONOTONIC time to get the trace's axis
-    cols = run_dir.read_phase_columns()
+    cols = cols if cols is not None else run_dir.read_phase_columns()
     sl = _Slices(cols, offset, window)
     del cols
     head = [_meta_event("process_name", pid, 0, f"haiprof rank {rank}"),
@@ -298,6 +299,15 @@ class Trace:
         self.base_wall_ns = min(int(rmeta["start_time"] * 1e9) for _, _, rmeta in self.sources)
         self.merge, self.windows, self.chunk = list(merge or []), windows, chunk
         self.steps: dict = {}
+        self._columns: dict = {}   # rank -> its phase records, read once (a step range reads them first)
+
+    def columns(self, rank: int):
+        """A rank's phase records as columns (RunDir.read_phase_columns), read once: for the step range and the
+        slices both; let go once its slices are written."""
+        if rank not in self._columns:
+            rdir = next(d for r, d, _ in self.sources if r == rank)
+            self._columns[rank] = rdir.read_phase_columns()
+        return self._columns[rank]
 
     def _window(self, rank: int):
         return None if self.windows is None else self.windows.get(rank, (0, 0))   # (0, 0): nothing
@@ -315,7 +325,9 @@ class Trace:
     def chunks(self) -> Iterator[list[dict]]:
         base = self.base_wall_ns
         for rank, rdir, rmeta in self.sources:
-            for part in phase_chunks(rank, rdir, rmeta, base, self._window(rank), self.chunk):
+            # the records a step range read already, else phase_chunks reads them; held by it alone from here
+            for part in phase_chunks(rank, rdir, rmeta, base, self._window(rank), self.chunk,
+                                     self._columns.pop(rank, None)):
                 if part and part[0].get("cat") == "step":
                     n, lo, hi = self.steps.get(rank, (0, None, None))
                     self.steps[rank] = (n + len(part), part[0]["args"]["step"] if lo is None else lo,
