@@ -1,0 +1,26 @@
+"""The script's own sys.excepthook must print the uncaught exception, not python's default.
+"""
+import torch
+torch.manual_seed(0)
+model = torch.nn.Sequential(torch.nn.Linear(8, 16), torch.nn.ReLU(), torch.nn.Linear(16, 2))
+opt = torch.optim.SGD(model.parameters(), lr=0.05)
+x, y = torch.randn(32, 8), torch.randn(32, 2)
+
+
+def step():
+    opt.zero_grad()
+    loss = torch.nn.functional.mse_loss(model(x), y)
+    loss.backward()
+    opt.step()
+    return loss.item()
+import sys
+
+
+def hook(kind, value, tb):
+    print(f"custom hook: {kind.__name__}: {value}", file=sys.stderr)
+
+
+sys.excepthook = hook
+for i in range(6):
+    print(f"step {i} loss {step():.4f}")
+raise RuntimeError("diverged")

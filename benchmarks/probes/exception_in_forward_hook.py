@@ -1,0 +1,27 @@
+"""A forward hook the script registers raises at step 5.
+"""
+import torch
+torch.manual_seed(0)
+model = torch.nn.Sequential(torch.nn.Linear(8, 16), torch.nn.ReLU(), torch.nn.Linear(16, 2))
+opt = torch.optim.SGD(model.parameters(), lr=0.05)
+x, y = torch.randn(32, 8), torch.randn(32, 2)
+
+
+def step():
+    opt.zero_grad()
+    loss = torch.nn.functional.mse_loss(model(x), y)
+    loss.backward()
+    opt.step()
+    return loss.item()
+calls = [0]
+
+
+def hook(module, inputs, output):
+    calls[0] += 1
+    if calls[0] == 5:
+        raise RuntimeError("hook says stop")
+
+
+model[0].register_forward_hook(hook)
+for i in range(8):
+    print(f"step {i} loss {step():.4f}")

@@ -1,0 +1,22 @@
+"""os._exit(7) after training with output still buffered: python loses it, so must haiprof.
+
+no_report: os._exit ends the process without any cleanup
+"""
+import torch
+torch.manual_seed(0)
+model = torch.nn.Sequential(torch.nn.Linear(8, 16), torch.nn.ReLU(), torch.nn.Linear(16, 2))
+opt = torch.optim.SGD(model.parameters(), lr=0.05)
+x, y = torch.randn(32, 8), torch.randn(32, 2)
+
+
+def step():
+    opt.zero_grad()
+    loss = torch.nn.functional.mse_loss(model(x), y)
+    loss.backward()
+    opt.step()
+    return loss.item()
+import os
+
+for i in range(8):
+    print(f"step {i} loss {step():.4f}")
+os._exit(7)

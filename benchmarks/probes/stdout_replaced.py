@@ -1,0 +1,23 @@
+"""sys.stdout replaced by a StringIO during training, then restored and dumped.
+"""
+import torch
+torch.manual_seed(0)
+model = torch.nn.Sequential(torch.nn.Linear(8, 16), torch.nn.ReLU(), torch.nn.Linear(16, 2))
+opt = torch.optim.SGD(model.parameters(), lr=0.05)
+x, y = torch.randn(32, 8), torch.randn(32, 2)
+
+
+def step():
+    opt.zero_grad()
+    loss = torch.nn.functional.mse_loss(model(x), y)
+    loss.backward()
+    opt.step()
+    return loss.item()
+import io
+import sys
+
+real, sys.stdout = sys.stdout, io.StringIO()
+for i in range(6):
+    print(f"step {i} loss {step():.4f}")
+captured, sys.stdout = sys.stdout.getvalue(), real
+print(captured.upper(), end="")

@@ -1,0 +1,39 @@
+"""Two threads train their own models at once (issue 29.8).
+"""
+import torch
+torch.manual_seed(0)
+model = torch.nn.Sequential(torch.nn.Linear(8, 16), torch.nn.ReLU(), torch.nn.Linear(16, 2))
+opt = torch.optim.SGD(model.parameters(), lr=0.05)
+x, y = torch.randn(32, 8), torch.randn(32, 2)
+
+
+def step():
+    opt.zero_grad()
+    loss = torch.nn.functional.mse_loss(model(x), y)
+    loss.backward()
+    opt.step()
+    return loss.item()
+import threading
+
+
+def train(seed, out):
+    g = torch.Generator().manual_seed(seed)
+    m = torch.nn.Linear(8, 2)
+    o = torch.optim.SGD(m.parameters(), lr=0.05)
+    xs = torch.randn(16, 8, generator=g)
+    for _ in range(8):
+        o.zero_grad()
+        loss = m(xs).pow(2).mean()
+        loss.backward()
+        o.step()
+    out[seed] = round(loss.item(), 4)
+
+
+torch.manual_seed(1)
+out = {}
+threads = [threading.Thread(target=train, args=(s, out)) for s in (1, 2)]
+for t in threads:
+    t.start()
+for t in threads:
+    t.join()
+print(sorted(out.items()))

@@ -1,0 +1,21 @@
+"""User json.py and random.py beside the script, one process: the script sees its own.
+"""
+import torch
+torch.manual_seed(0)
+model = torch.nn.Sequential(torch.nn.Linear(8, 16), torch.nn.ReLU(), torch.nn.Linear(16, 2))
+opt = torch.optim.SGD(model.parameters(), lr=0.05)
+x, y = torch.randn(32, 8), torch.randn(32, 2)
+
+
+def step():
+    opt.zero_grad()
+    loss = torch.nn.functional.mse_loss(model(x), y)
+    loss.backward()
+    opt.step()
+    return loss.item()
+import json
+import random
+
+for i in range(8):
+    print(f"step {i} loss {step():.4f}")
+print(getattr(json, "WHO", "stdlib json"), getattr(random, "WHO", "stdlib random"))
