@@ -22,8 +22,8 @@ def expected_gain(fix_id: str, summary: dict) -> tuple[float | None, str, dict |
     if not p["worth"]:
         return None, p["why_not"], p
     step = f" of its {p['step_s'] * 1e3:.1f} ms step" if p.get("step_s") else " of its step"
-    why = (f"predicted on the run it was chosen from: {100 * p['gain_share']:.0f}%{step} (range "
-           f"{100 * p['low_share']:.0f}-{100 * p['high_share']:.0f}%), assuming {p['assumed']}")
+    why = (f"predicted on the run it was chosen from: {100 * p['gain_share']:.0f}%{step} ({whatif.range_text(p)}), "
+           f"assuming {p['assumed']}")
     return 1.0 / max(1e-6, 1.0 - p["gain_share"]), why, p
 
 

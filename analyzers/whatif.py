@@ -7,8 +7,9 @@ benchmarks/prediction_error.py checks them against what the fixes measured (docs
 
 The factors below are assumptions about how a fix acts, stated in each prediction's `assumed`, not fitted to runs:
 - prefetch: workers hide the loading, but the step stays at least what the workers produce (time per fetch over
-  the workers the fix starts) and what the main process still does with each batch (passes over its bytes at the
-  traced copy rate). An existing worker pool is left alone: only the copy to the device is hidden.
+  the workers the fix starts) and what the main process still does with each batch (the hand-off from a worker,
+  measured by the run's probe or assumed in copies at the traced copy rate, then the copy to the device); its
+  range may end slower than now. An existing worker pool is left alone: only the copy to the device is hidden.
 - amp: the fp32 matmul/conv kernels (not on tensor cores) run TC_RATIO times faster; the step cannot drop below
   the host's own work per step (the loader on the training thread, synchronous pageable copies).
 - cuda-graphs: the launch gaps inside the captured forward/backward spans go; the optimizer stays eager.
@@ -28,11 +29,18 @@ from . import thresholds as T
 TC_RATIO = {"point": 8.0, "low": 4.0, "high": 16.0}
 # bf16 on a CPU with AMX/AVX512-BF16 matrix units: about 2x on matmuls (1.3x-4x).
 CPU_BF16_RATIO = {"point": 2.0, "low": 1.3, "high": 4.0}
-# Host passes over every batch left in the main process after prefetch: receive from the workers' shared memory
-# and copy into pinned memory (2); 1 to 4 in the range. The copy to the device then runs from pinned memory at
-# PINNED_SPEEDUP times the pageable copies' rate.
-HOST_PASSES = {"point": 2, "low": 1, "high": 4}
+# The training process's side of a worker's hand-off of each batch (receive it from the worker's new shared
+# memory: a minor fault per page; copy it into pinned memory; free the mapping), in plain copies of the batch's
+# bytes: measured 1.6-4.4x, median 2.7x, for 16-128 MB batches (benchmarks/handoff.py, two runs on a 2-core machine,
+# one quiet, one loaded: the load slows the hand-off more than the copy; docs/benchmarks.md). Used
+# where the run did not measure its own hand-off (collectors/handoff_probe.py: `handoff` in the summary), with the
+# pageable copies' rate standing in for a plain copy's; a measured hand-off keeps the same relative spread. The
+# copy to the device then runs from pinned memory at PINNED_SPEEDUP times the pageable copies' rate.
+HANDOFF_COPIES = {"point": 2.7, "low": 1.6, "high": 4.4}
 PINNED_SPEEDUP = 2.0
+# Batches from this size up: the hand-off is probed after the run (haiprof/analysis/handoff.py) when prefetch is
+# predicted; below it the hand-off is a few ms at most.
+HANDOFF_PROBE_BYTES = 16e6
 # The prefetch fix's worker count (fixes/prefetch.py; analyzers may not import fixes): one per core when loading
 # computes, WAIT_WORKERS_PER_CORE per core (at most MAX_WORKERS) when it mostly waits.
 CPU_BOUND_FRACTION, WAIT_WORKERS_PER_CORE, MAX_WORKERS = 0.5, 4, 16
@@ -163,14 +171,46 @@ def prefetch(s: dict) -> dict:
     nbytes, rate = _batch_bytes(s)
     if nbytes and rate:
         one = nbytes / rate
-        dma = one / PINNED_SPEEDUP
+        hand, said = _handoff_s(s, nbytes, one)
         for k in floors:
-            floors[k] = max(floors[k], HOST_PASSES[k] * one + dma)
-        parts.append(f"the main process passes over each {nbytes / 1e6:.1f} MB batch {HOST_PASSES['point']}x "
-                     f"({HOST_PASSES['low']}-{HOST_PASSES['high']}x) at {rate / 1e9:.1f} GB/s, then copies it from "
-                     f"pinned memory at {PINNED_SPEEDUP:.0f}x that rate")
+            floors[k] = max(floors[k], hand[k] + one / PINNED_SPEEDUP)
+        parts.append(f"{said}, then copies it to the device from pinned memory at {PINNED_SPEEDUP:.0f}x the "
+                     f"pageable rate")
     gain = {k: (step - floors[k]) / step for k in floors}
-    return _out("prefetch", step, touches, io, gain["point"], gain["high"], gain["low"], "; ".join(parts))
+    # the slow end may be slower than now: a hand-off slower than the loading it replaces (said, not clamped)
+    p = _out("prefetch", step, touches, io, gain["point"], gain["high"], gain["low"], "; ".join(parts))
+    if gain["high"] < 0:   # floors["high"]: the slowest hand-off
+        p["low_share"] = gain["high"]
+    return p
+
+
+def handoff_bytes(s: dict) -> float | None:
+    """The batch size to probe the hand-off with, where the prefetch what-if starts workers on large batches
+    (HANDOFF_PROBE_BYTES) and the run has not measured it yet; else None."""
+    nbytes, rate = _batch_bytes(s)
+    if s.get("handoff") or not nbytes or not rate or nbytes < HANDOFF_PROBE_BYTES or not step_s(s):
+        return None
+    return nbytes if _io_share(s, _device(s)) > 0 and not _loader(s)["workers"] else None
+
+
+def _handoff_s(s: dict, nbytes: float, one: float) -> tuple[dict, str]:
+    """Seconds the training process spends receiving each batch from a worker and copying it into pinned
+    memory ({point, low, high}), and how it was known: the run's own probe, else HANDOFF_COPIES plain copies."""
+    probe = s.get("handoff") or {}
+    rate = probe.get("handoff_bytes_per_s")
+    if rate:
+        t = nbytes / rate
+        return ({k: t * v / HANDOFF_COPIES["point"] for k, v in HANDOFF_COPIES.items()},
+                f"the main process receives each {nbytes / 1e6:.1f} MB batch from a worker at the hand-off rate "
+                f"measured on this machine ({rate / 1e9:.2f} GB/s, {probe.get('bytes', 0) / 1e6:.0f} MB probe: "
+                f"{t * 1e3:.1f} ms; range {HANDOFF_COPIES['low'] / HANDOFF_COPIES['point']:.1f}-"
+                f"{HANDOFF_COPIES['high'] / HANDOFF_COPIES['point']:.1f}x that, as batch size and load vary it)")
+    c = HANDOFF_COPIES
+    return ({k: v * one for k, v in c.items()},
+            f"the hand-off rate from workers was not measured (a run recorded before haiprof probed it): receiving "
+            f"each {nbytes / 1e6:.1f} MB batch and copying it into pinned memory is assumed to take {c['point']}x "
+            f"({c['low']}-{c['high']}x, measured on another machine) a copy at the pageable rate "
+            f"{nbytes / one / 1e9:.1f} GB/s")
 
 
 # -- compute: amp --------------------------------------------------------------------------------------------------
@@ -393,10 +433,17 @@ def combined(preds: dict, applied: list) -> dict | None:
     return {**out, "text": quote(out)}
 
 
+def range_text(p: dict) -> str:
+    """A prediction's range; one that may end slower than now says so."""
+    if p["low_share"] >= 0:
+        return f"range {100 * p['low_share']:.0f}-{100 * p['high_share']:.0f}%"
+    return f"range {100 * -p['low_share']:.0f}% slower to {100 * p['high_share']:.0f}% faster"
+
+
 def quote(p: dict, step: float | None = None) -> str:
     """The one phrase every surface uses for a prediction."""
     step = step or p.get("step_s")
-    rng = f"range {100 * p['low_share']:.0f}-{100 * p['high_share']:.0f}%"
+    rng = range_text(p)
     if step:
         return (f"predicted: step {step * 1e3:.1f} → {step * (1 - p['gain_share']) * 1e3:.1f} ms "
                 f"({100 * p['gain_share']:.0f}% of the step, {rng}), assuming {p['assumed']}")

@@ -85,7 +85,8 @@ def _touched(fix: str, s: dict) -> float:
 def _check(s: dict):
     for fix in FIXES:
         p = whatif.predict(fix, s)
-        assert 0.0 <= p["low_share"] <= p["gain_share"] <= p["high_share"] <= p["touches_share"] + 1e-9, (fix, p)
+        assert p["low_share"] <= p["gain_share"] <= p["high_share"] <= p["touches_share"] + 1e-9, (fix, p)
+        assert p["gain_share"] >= 0.0 and (p["low_share"] >= 0.0 or fix == "prefetch"), (fix, p)   # a slow hand-off
         assert p["high_share"] <= _touched(fix, s) + 1e-9, (fix, p, _touched(fix, s))
         assert p["text"].startswith("predicted:") and p["assumed"]
         if not p["worth"]:
@@ -226,3 +227,66 @@ def test_a_loss_difference_after_prefetch_started_workers_is_not_called_the_fix_
     assert "the fix changes what is trained" not in said["message"] and "4 DataLoader workers" in said["message"]
     assert with_worker_caveat(diverged, None) == diverged
     assert with_worker_caveat(compare_losses([1.0] * 10, [1.0] * 10), 4)["status"] == "ok"
+
+
+def _h2d_run(probe: dict | None = None) -> dict:
+    """The recorded h2d_base in its figures: a 30.2 ms step waiting 97% for input, 77 MB a step copied from
+    pageable memory at 9.2 GB/s, loading on the training thread."""
+    s = _io_run(workers=0, cpu_share=0.95, wall_s=0.135)
+    s["step_time_s"] = {"steady": 0.0302}
+    s["device"]["bound"]["io"] = 0.97
+    s["gpu"] = {"steps": 1, "copies": [{"kind": "HtoD pageable", "bytes": 77e6, "gb_per_s": 9.2, "total_us": 8400}]}
+    return {**s, "handoff": probe} if probe else s
+
+
+def test_an_unmeasured_hand_off_of_large_batches_says_so_and_its_range_reaches_a_slower_step():
+    p = whatif.predict("prefetch", _h2d_run())
+    assert "hand-off rate from workers was not measured" in p["assumed"]
+    one = 77e6 / 9.2e9
+    slow = whatif.HANDOFF_COPIES["high"] * one + one / whatif.PINNED_SPEEDUP   # the slowest hand-off measured
+    assert p["low_share"] == pytest.approx((0.0302 - slow) / 0.0302) and p["low_share"] < 0
+    assert "slower to" in p["text"] and 0 < p["gain_share"] < p["high_share"]
+    assert whatif.handoff_bytes(_h2d_run()) == pytest.approx(77e6)   # a probe is asked for
+    assert whatif.handoff_bytes({**_h2d_run(), "gpu": {"steps": 1, "copies": [
+        {"kind": "HtoD pageable", "bytes": 1e6, "gb_per_s": 9.2}]}}) is None   # small batches: not worth a probe
+
+
+def test_a_measured_hand_off_sets_the_prediction():
+    fast = whatif.predict("prefetch", _h2d_run({"handoff_bytes_per_s": 20e9, "bytes": 77e6}))
+    slow = whatif.predict("prefetch", _h2d_run({"handoff_bytes_per_s": 2.0e9, "bytes": 77e6}))
+    assert "measured on this machine (20.00 GB/s" in fast["assumed"]
+    one = 77e6 / 9.2e9
+    assert fast["step_after_s"] == pytest.approx(77e6 / 20e9 + one / whatif.PINNED_SPEEDUP)
+    assert slow["gain_share"] == 0.0 and slow["low_share"] < fast["low_share"]   # 38.5 ms + the copy: slower
+    assert whatif.handoff_bytes(_h2d_run({"handoff_bytes_per_s": 2e9})) is None   # measured once
+
+
+def test_the_hand_off_probe_measures_a_real_worker_and_is_kept_in_the_run_directory(tmp_path, monkeypatch):
+    from haiprof.analysis import handoff
+    from haiprof.collectors import handoff_probe
+
+    probe = handoff_probe.measure(8 << 20)
+    st = probe["stages_s"]
+    assert probe["bytes"] == 8 << 20 and all(v > 0 for v in st.values())
+    # the training process's side: transport, the first read of the new mapping (its page faults), release
+    assert probe["handoff_bytes_per_s"] == pytest.approx(probe["bytes"] / (st["transport"] + st["first_read"]
+                                                                          + st["release"]))
+    calls = []
+    monkeypatch.setattr(handoff_probe, "measure", lambda n: calls.append(n) or {**probe, "bytes": int(n)})
+    meta = {"host": __import__("socket").gethostname(), "cpu_model": handoff_probe_cpu_model()}
+    s = _h2d_run()
+    handoff.attach(tmp_path, meta, s)
+    assert calls == [77e6] and s["handoff"]["bytes"] == int(77e6) and (tmp_path / handoff.HANDOFF).is_file()
+    again = _h2d_run()
+    handoff.attach(tmp_path, {"host": "elsewhere"}, again)   # kept: a later report quotes the same rate
+    assert again["handoff"] == s["handoff"] and calls == [77e6]
+    (tmp_path / handoff.HANDOFF).unlink()
+    elsewhere = _h2d_run()
+    handoff.attach(tmp_path, {"host": "elsewhere"}, elsewhere)   # another machine: not measured, and said so
+    assert "handoff" not in elsewhere and calls == [77e6]
+    assert "not measured" in whatif.predict("prefetch", elsewhere)["assumed"]
+
+
+def handoff_probe_cpu_model() -> str:
+    from haiprof.collectors.matmul_peak import cpu_model
+    return cpu_model()
