@@ -78,7 +78,7 @@ def analyze(records, op_trace: dict | None, split=None) -> dict | None:
         summary["per_step_omitted"] = (f"{len(steps)} steps: more than {PER_STEP_MAX} are not listed here; the "
                                        f"report charts them")
     return {"phase_share": sh["phase_share"], "steady_s": steady_s, "findings": findings, "summary": summary,
-            "steps": steps, "density": dens}
+            "steps": steps, "density": dens, "steady_index": steady.index}
 
 
 def chart_steps(steps: D.DeviceSteps, dens: float, host_index: np.ndarray, host_start: np.ndarray) -> StepColumns:

@@ -15,6 +15,9 @@ import socket
 
 from haiprof.analyzers import flops
 
+from ..rundir.units import format_flops
+from .gpu import NVML_PEAK, nvml_memory_peaks
+
 MATMUL_PEAK = "matmul_peak.json"
 MAX_WINDOWS = 8   # traces read for their FLOPs: the first ones (a run of days traces a window every few minutes)
 
@@ -52,8 +55,8 @@ def quote_mfu(findings: list[dict], eff: dict | None) -> None:
         return
     for i, f in enumerate(findings):
         if f.get("kind") == "compute":
-            findings[i] = edited(f, message=f"{f['message']}; MFU {eff['mfu']:.0%} ({_flops(eff['achieved_flops'])}"
-                                 f"/s of {_flops(eff['peak_flops'])}/s, {eff['peak_source']})",
+            rate = f"{format_flops(eff['achieved_flops'])}/s of {format_flops(eff['peak_flops'])}/s"
+            findings[i] = edited(f, message=f"{f['message']}; MFU {eff['mfu']:.0%} ({rate}, {eff['peak_source']})",
                                  evidence={**(f.get("evidence") or {}), "mfu": eff["mfu"],
                                            "achieved_flops": eff["achieved_flops"], "peak_flops": eff["peak_flops"]})
 
@@ -73,18 +76,11 @@ def add_device_use(eff: dict | None, gpu: dict | None, memory: dict | None, hard
     peak, cap, source = m.get("peak_reserved_bytes") or m.get("peak_allocated_bytes"), m.get("capacity_bytes"), \
         "peak reserved by PyTorch's allocator"
     if not (peak and cap):
-        dev = next(iter((((hardware or {}).get("gpu") or {}).get("devices") or {}).values()), {})
-        peak, cap, source = dev.get("mem_used_bytes_max"), dev.get("mem_total_bytes"), "NVML, device-wide"
+        peak, cap = next(iter(nvml_memory_peaks(hardware)), (None, None))
+        source = NVML_PEAK
     if peak and cap:
         eff["memory_headroom"] = {"peak_bytes": peak, "capacity_bytes": cap, "headroom_bytes": max(0, cap - peak),
                                   "source": source}
-
-
-def _flops(x: float) -> str:
-    for unit, scale in (("TFLOP", 1e12), ("GFLOP", 1e9), ("MFLOP", 1e6)):
-        if x >= scale:
-            return f"{x / scale:.3g} {unit}"
-    return f"{x:.3g} FLOP"
 
 
 def analyze(run_path, meta: dict, windows: list, read_events, steady_s: float | None, cuda: bool) -> dict | None:

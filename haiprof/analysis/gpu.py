@@ -8,6 +8,17 @@ from haiprof.analyzers import gpu_kernels as G
 from haiprof.analyzers.step_columns import StepColumns
 
 
+NVML_PEAK = "NVML, device-wide"   # the source named beside a peak read from the hardware summary
+
+
+def nvml_memory_peaks(hardware: dict | None) -> list[tuple[int, int]]:
+    """(peak memory used, capacity) in bytes of each device NVML sampled (hardware summary), where it has both:
+    the device-wide peak, every process's memory on it, for runs without the allocator's counters."""
+    devs = ((hardware or {}).get("gpu") or {}).get("devices") or {}
+    return [(d["mem_used_bytes_max"], d["mem_total_bytes"]) for d in devs.values()
+            if d.get("mem_used_bytes_max") and d.get("mem_total_bytes")]
+
+
 def _capacity(trace: dict, hardware: dict | None) -> int | None:
     props = trace.get("deviceProperties") or []
     if props and isinstance(props[0], dict) and props[0].get("totalGlobalMem"):
@@ -33,10 +44,8 @@ def analyze(trace, records: list, steps: list, hardware: dict | None, op_trace: 
     if memory:
         f = G.memory_finding(memory["peak_reserved_bytes"], capacity, "peak reserved by PyTorch's allocator")
     else:   # older runs and runs without CUDA allocator counters: NVML's peak memory used on the device
-        devs = ((hardware or {}).get("gpu") or {}).get("devices") or {}
-        f = next((G.memory_finding(d.get("mem_used_bytes_max"), d.get("mem_total_bytes"), "NVML, device-wide")
-                  for d in devs.values() if G.memory_finding(d.get("mem_used_bytes_max"), d.get("mem_total_bytes"),
-                                                             "NVML")), None)
+        f = next(filter(None, (G.memory_finding(peak, cap, NVML_PEAK) for peak, cap in nvml_memory_peaks(hardware))),
+                 None)
     if f:
         findings.append(f)
     return {"gpu": gpu, "memory": memory, "findings": findings}

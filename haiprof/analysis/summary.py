@@ -40,6 +40,9 @@ class RunData:
     # the host steps' rows, phases "busy" by phase and "idle:<cause>", float ns)
     device_steps: list = field(default_factory=list)
     ranks_grid: dict = field(default_factory=dict)     # a job: ranks x step buckets (analyzers/rank_spread.grid)
+    # CUDA runs: the step numbers of the device's steady steps (device_timeline.steady: the one steady rule), which
+    # set the device chart's y-axis
+    device_steady: np.ndarray = field(default_factory=lambda: np.zeros(0, dtype=np.int64))
 
 
 def _trace_results(run_dir: RunDir) -> dict:
@@ -168,6 +171,8 @@ def analyze(run_dir: RunDir, extra_findings: list | None = None, run: Run | None
     windows.link_stalls(summary["trace_windows"], whole, median_ms)
     summary["efficiency"] = efficiency.analyze(run_dir.path, meta, summary["trace_windows"], run.trace_events,
                                                stats.get("steady"), device is not None)   # FLOPs, MFU
+    from .thread_advice import findings as thread_findings
+    summary["findings"] += thread_findings(run_dir.path, meta, summary, run.trace_events)   # tiny ops, many threads
     run.release_trace()   # its last reader
     efficiency.add_device_use(summary["efficiency"], summary["gpu"], summary["memory"], summary.get("hardware"))
     efficiency.quote_mfu(summary["findings"], summary["efficiency"])
@@ -214,7 +219,8 @@ def analyze(run_dir: RunDir, extra_findings: list | None = None, run: Run | None
         if not meta.get("steps_from_run"):   # else the steps are the run's own, beside the trace it recorded
             step_info["boundary"] = "ProfilerStep annotations" if n else "none (no ProfilerStep annotations)"
         timelines["trace"] = trace
-    return RunData(run_dir, meta, summary, all_steps, samples, status, timelines, chart)
+    return RunData(run_dir, meta, summary, all_steps, samples, status, timelines, chart,
+                   device_steady=device["steady_index"] if device is not None else np.zeros(0, dtype=np.int64))
 
 
 def _drop_left_out_fixes(findings: list, left_out: dict) -> None:

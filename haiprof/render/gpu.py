@@ -53,7 +53,7 @@ def _busy_chart(d, dev: dict, warmup: int, host_steps: list) -> dict:
         idle = np.maximum(0.0, per["duration"] - per["busy"]).tolist()
     traced = per["index"][per["traced"]].tolist()
     totals = [(b or 0) + (i or 0) for b, i in zip(busy, idle)]
-    keep = set(per["index"][~per["traced"] & (per["index"] > warmup)].tolist())
+    keep = set(np.asarray(d.device_steady).tolist())   # the analysis's steady steps (one rule), not a rule here
     steady = [t for x, t in zip(xs, totals) if x in keep]
     yaxis, notes = charts.clip_outliers(xs, totals, steady, "ms")
     shapes = charts.StepAxis.shapes(xs[0], xs[-1], warmup, traced) if xs else []

@@ -2,6 +2,7 @@
 it (summary.json `trace_windows`; only when the run traced more than its first window)."""
 from __future__ import annotations
 
+from ..rundir.units import format_flops
 from .escape import render
 
 
@@ -15,15 +16,11 @@ def _why(w: dict) -> str:
         if an.get("period_steps"):
             return (f"flight recorder: a stall every {an['period_steps']} steps (last seen at step "
                     f"{an['seen_step']}), due at step {an['due_step']}")
+        if an.get("period_s"):
+            return (f"flight recorder: a stall every {an['period_s']:.3g} s (last seen at step {an['seen_step']}), "
+                    f"due at step {an['due_step']}")
         return f"flight recorder: slow steps in a row from step {an['seen_step']}"
     return "after warm-up" if w.get("asked_step") is None else f"asked for at step {w['asked_step']}"
-
-
-def _flops(x) -> str:
-    for unit, scale in (("TFLOP", 1e12), ("GFLOP", 1e9), ("MFLOP", 1e6), ("kFLOP", 1e3)):
-        if x >= scale:
-            return f"{x / scale:.3g} {unit}"
-    return f"{x:.3g} FLOP"
 
 
 def _efficiency(d) -> str:
@@ -31,13 +28,13 @@ def _efficiency(d) -> str:
     if not e:
         return ""
     steady = (d.summary.get("step_time_s") or {}).get("steady")
-    rows = [{"file": w["file"], "flops": _flops(w["flops_per_step"]) if w.get("flops_per_step") else "n/a",
-             "achieved": f"{_flops(w['achieved_flops'])}/s" if w.get("achieved_flops") else "n/a",
+    rows = [{"file": w["file"], "flops": format_flops(w["flops_per_step"]) if w.get("flops_per_step") else "n/a",
+             "achieved": f"{format_flops(w['achieved_flops'])}/s" if w.get("achieved_flops") else "n/a",
              "mfu": f"{w['mfu']:.1%}" if w.get("mfu") else "n/a"} for w in e.get("windows") or []]
     return render("windows.html.j2", "efficiency", e=e, rows=rows,
-                  flops=_flops(e["flops_per_step"]) if e.get("flops_per_step") else None,
-                  achieved=f"{_flops(e['achieved_flops'])}/s" if e.get("achieved_flops") else None,
-                  peak=f"{_flops(e['peak_flops'])}/s" if e.get("peak_flops") else None,
+                  flops=format_flops(e["flops_per_step"]) if e.get("flops_per_step") else None,
+                  achieved=f"{format_flops(e['achieved_flops'])}/s" if e.get("achieved_flops") else None,
+                  peak=f"{format_flops(e['peak_flops'])}/s" if e.get("peak_flops") else None,
                   mfu=f"{e['mfu']:.1%}" if e.get("mfu") else None, steady=f"{steady * 1e3:.1f}" if steady else None,
                   device=_device_use(e))
 
