@@ -1,4 +1,5 @@
 """The report is written on Ctrl-C and SIGTERM; after SIGKILL `haiprof report` renders what was flushed."""
+import shutil
 import signal
 import subprocess
 import sys
@@ -66,13 +67,10 @@ def test_script_that_sigterms_itself(tmp_path):
     assert load_summary(out)["steps"] == 5
 
 
-def test_sigkill_then_report_renders_flushed_data(tmp_path):
+def test_sigkill_then_report_renders_flushed_data(killed, tmp_path):
     out = tmp_path / "r"
-    proc = _start_loop(out)
-    proc.kill()
-    proc.communicate(timeout=30)
+    shutil.copytree(killed[0], out)   # the module's killed run, copied: the losses test reads it as the kill left it
     assert not (out / "summary.json").exists()
-    time.sleep(1.5)  # the side sampler notices its parent is gone and exits
     r = run_haiprof("report", out)
     assert r.returncode == 0, r.stderr
     s = load_summary(out)
@@ -174,24 +172,33 @@ for i in range(int(sys.argv[1])):
 """
 
 
-def test_losses_survive_kill_9(tmp_path):
-    import time
-    from haiprof.analysis.fix_results import read_losses
-    from haiprof.rundir import RunDir
-    script = tmp_path / "loop.py"
+@pytest.fixture(scope="module")
+def killed(tmp_path_factory):
+    """SEEDED_LOOP under `haiprof run`, SIGKILLed a few flushes past step 200, and plain python's losses of its
+    first 300 steps, computed meanwhile: (run directory, python's losses). The kill -9 tests read it (the report
+    test works on a copy)."""
+    tmp = tmp_path_factory.mktemp("killed")
+    script = tmp / "loop.py"
     script.write_text(SEEDED_LOOP)
-    out = tmp_path / "r"
+    out = tmp / "r"
     proc = subprocess.Popen([*HAIPROF, "run", "--quiet", "--out", str(out), str(script), "10000000"],
                             stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
     try:   # python's own losses, computed meanwhile
         plain = subprocess.run([sys.executable, str(script), "300", "print"], capture_output=True, text=True,
                                timeout=120)
         assert proc.stdout.readline().strip() == "ready"
-        time.sleep(1.5)                        # a few flushes past step 200
+        time.sleep(1.5)                        # a few flushes (every 0.5 s) and samples past step 200
     finally:
         proc.kill()
-        proc.wait(timeout=30)
-    truth = [float(x) for x in plain.stderr.split()]
+        proc.communicate(timeout=30)
+    time.sleep(1.5)  # the side sampler notices its parent is gone and exits
+    return out, [float(x) for x in plain.stderr.split()]
+
+
+def test_losses_survive_kill_9(killed):
+    from haiprof.analysis.fix_results import read_losses
+    from haiprof.rundir import RunDir
+    out, truth = killed
     assert not (out / "losses.json").exists()
     losses = read_losses(RunDir(out))
     assert losses is not None and len(losses) >= 300
