@@ -39,27 +39,34 @@ def test_module_mode_and_exit_code(run_dir):
     assert load_summary(run_dir)["exit_code"] == 7
 
 
-def test_haiprof_console_script_entry_point(tmp_path):
-    exe = os.path.join(os.path.dirname(sys.executable), "haiprof")
-    r = subprocess.run([exe, "run", "--quiet", "--out", tmp_path / "r", SCRIPTS / "exits.py", "exit3"],
-                       capture_output=True, text=True)
-    assert r.returncode == 3
+CONSOLE_SCRIPT = os.path.join(os.path.dirname(sys.executable), "haiprof")
 
 
 @pytest.fixture(scope="module")
 def exits_runs(tmp_path_factory):
     """exits.py ended each way, under haiprof (its run directory, its result) and under plain python: the exit-code
-    test and the traceback test read the same `raise` runs."""
+    test and the traceback test read the same `raise` runs. The `exit3` run goes through the `haiprof` console
+    script (the entry point test reads it), the others through `python -m haiprof`."""
     parent = tmp_path_factory.mktemp("exits")
     cache = {}
+
+    def ours(out, mode):
+        if mode != "exit3":
+            return run_haiprof("run", "--out", out, SCRIPTS / "exits.py", mode)
+        return subprocess.run([CONSOLE_SCRIPT, "run", "--out", out, SCRIPTS / "exits.py", mode],
+                              capture_output=True, text=True, timeout=180)
 
     def get(mode):
         if mode not in cache:
             out = parent / mode
-            cache[mode] = (out, *in_parallel(lambda: run_haiprof("run", "--out", out, SCRIPTS / "exits.py", mode),
-                                             lambda: run_python(SCRIPTS / "exits.py", mode)))
+            cache[mode] = (out, *in_parallel(lambda: ours(out, mode), lambda: run_python(SCRIPTS / "exits.py", mode)))
         return cache[mode]
     return get
+
+
+def test_haiprof_console_script_entry_point(exits_runs):
+    out, r, _ = exits_runs("exit3")
+    assert r.args[0] == CONSOLE_SCRIPT and r.returncode == 3, r.stderr
 
 
 @pytest.mark.parametrize("mode,code", [("ok", 0), ("exit3", 3), ("raise", 1)])
