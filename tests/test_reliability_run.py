@@ -68,9 +68,19 @@ def test_steps_in_non_daemon_threads_are_collected(tmp_path):
 
 
 # -- 3, 4, 5: the output directory ------------------------------------------------------------------------------
-def test_out_onto_an_earlier_run_is_refused_and_the_run_kept(tmp_path):
+@pytest.fixture(scope="module")
+def run_into_empty(tmp_path_factory):
+    """exits.py under `haiprof run --out DIR` where DIR exists and is empty: (DIR, result). Only read; a test that
+    needs the earlier run somewhere of its own copies it."""
+    out = tmp_path_factory.mktemp("empty-out") / "empty"
+    out.mkdir()
+    return out, run_haiprof("run", "--quiet", "--out", out, SCRIPTS / "exits.py", "ok")
+
+
+def test_out_onto_an_earlier_run_is_refused_and_the_run_kept(run_into_empty, tmp_path):
     out = tmp_path / "r"
-    assert run_haiprof("run", "--quiet", "--out", out, SCRIPTS / "exits.py", "ok").returncode == 0
+    assert run_into_empty[1].returncode == 0, run_into_empty[1].stderr
+    shutil.copytree(run_into_empty[0], out)   # an earlier haiprof run, as it left its directory
     before = {p.name: p.read_bytes() for p in out.iterdir() if p.is_file()}
     r = run_haiprof("run", "--out", out, SCRIPTS / "exits.py", "ok")
     line = _one_line_error(r)
@@ -89,10 +99,8 @@ def test_out_dot_never_touches_the_users_files(tmp_path):
     assert sorted(p.name for p in tmp_path.iterdir()) == sorted(mine)
 
 
-def test_empty_existing_out_is_used(tmp_path):
-    out = tmp_path / "empty"
-    out.mkdir()
-    r = run_haiprof("run", "--quiet", "--out", out, SCRIPTS / "exits.py", "ok")
+def test_empty_existing_out_is_used(run_into_empty):
+    out, r = run_into_empty
     assert r.returncode == 0 and load_summary(out)["steps"] == 5
 
 
