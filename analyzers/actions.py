@@ -117,8 +117,15 @@ def _culprit_order(f: dict) -> float:
     return float("inf") if order is None else order
 
 
+def _threads(f: dict, s: dict) -> dict:
+    """Tiny ops waiting on intra-op threads (analyzers/thread_waits.py): advice, no fix id."""
+    ev = f.get("evidence") or {}
+    return {"title": f"Use {ev.get('advised_threads')} torch thread(s): {ev.get('line')}",
+            "reason": f["message"].split("; torch.set_num_threads")[0], "gain_share": f.get("share", 0.0)}
+
+
 BUILDERS = {"io": _io, "compute": _compute, "launch": _launch, "communication": _comm, "memory": _memory,
-            "straggler": _culprit}
+            "straggler": _culprit, "threads": _threads}
 
 
 def left_out(summary: dict) -> dict:
@@ -162,7 +169,8 @@ def rank(summary: dict) -> list[dict]:
         culprit = _culprit_order(f) != float("inf")
         if f.get("kind") == "straggler" and not culprit:
             continue   # a slow rank named in the list, not one the job waits for first
-        manual = _fsdp(f) or culprit   # advice with no haiprof fix to try: FSDP's own settings, a rank's cause
+        # advice with no haiprof fix to try: FSDP's own settings, a rank's cause, the torch threads
+        manual = _fsdp(f) or culprit or f.get("kind") == "threads"
         if build is None or f.get("severity") == "info" or not (f.get("fixes") or manual):
             continue
         fixes = by_prediction([x for x in f.get("fixes") or [] if x not in skip], preds)
@@ -175,7 +183,7 @@ def rank(summary: dict) -> list[dict]:
             a["title"] = "Compile the model (torch.compile): fuse elementwise work around the matmuls"
         fix = fixes[0] if fixes else None
         seen.add(fix)
-        p = preds.get(fix)
+        p = preds.get(fix) if fix else (f.get("evidence") or {}).get("predicted")   # advice: its own what-if
         share = p["touches_share"] if p else a["gain_share"]   # the most the fix can remove: the time it touches
         out.append(Action(title=a["title"], reason=a["reason"], gain_share=share, fix=fix, kind=f["kind"],
                           other_fixes=fixes[1:], gain_s=share * step if step else None, predicted=p))

@@ -171,6 +171,8 @@ def analyze(run_dir: RunDir, extra_findings: list | None = None, run: Run | None
     windows.link_stalls(summary["trace_windows"], whole, median_ms)
     summary["efficiency"] = efficiency.analyze(run_dir.path, meta, summary["trace_windows"], run.trace_events,
                                                stats.get("steady"), device is not None)   # FLOPs, MFU
+    from .thread_advice import findings as thread_findings
+    summary["findings"] += thread_findings(run_dir.path, meta, summary, run.trace_events)   # tiny ops, many threads
     run.release_trace()   # its last reader
     efficiency.add_device_use(summary["efficiency"], summary["gpu"], summary["memory"], summary.get("hardware"))
     efficiency.quote_mfu(summary["findings"], summary["efficiency"])
