@@ -1,7 +1,7 @@
 """The flight recorder (--trace-on-anomaly): what it costs while nothing is slow, and how often it catches a stall.
 
     python benchmarks/flight_recorder.py cost [--steps 20000] [--reps 7]
-    python benchmarks/flight_recorder.py hits [--runs 10]
+    python benchmarks/flight_recorder.py hits [--runs 10] [--clock]
 
 cost: side by side in one process, the step callback haiprof runs after every optimizer step (TraceRequests.on_step,
 its first window done) with the flight recorder on and off, over the same number of steps, alternated `--reps`
@@ -13,6 +13,11 @@ recorder on and off, alternated, medians of the loop time: the ratio is the end-
 hits: `haiprof run examples/slow_moments.py` `--runs` times (a checkpoint every 20 steps, one one-off slow step);
 a run is a hit when its flight-recorder window's slowest recorded step is a stall (3x the median step or more,
 where one was due) and its trace names the checkpoint function. Prints each run and the count.
+--clock: the checkpoint on a clock instead (CLOCK_ARGS: every second of time.monotonic(), the batch larger
+from 4.4 s on, so the steps slow down after the fourth checkpoint and the period in steps no longer holds); a hit
+is a window placed by time whose slowest traced step is a stall in save_checkpoint (any of its three recorded
+steps: a clock's due step is an estimate). Each run also says where the step period alone would have put its
+window (the stalls' steps from the run's own slowest steps), and whether that would have caught one.
 """
 from __future__ import annotations
 
@@ -26,6 +31,7 @@ import time
 from pathlib import Path
 
 REPO = Path(__file__).resolve().parents[1]
+CLOCK_ARGS = ["--every-s", "1.0", "--slow-after-s", "4.4", "--run-s", "7.5", "--pad-mb", "8", "--hiccup-step", "-1"]
 
 
 def _requests(tmp: str, on: bool):
@@ -118,17 +124,41 @@ def _hit(run: Path) -> tuple[bool, str]:
     return stall and named and x.get("step") == w["anomaly"]["due_step"], what
 
 
-def hits(runs: int) -> int:
+def _clock_hit(run: Path) -> tuple[bool, str]:
+    s = json.loads((run / "summary.json").read_text())
+    median_ms = (s.get("step_time_s") or {}).get("median", 0) * 1e3
+    stalls = sorted(r["step"] for r in s.get("slowest_steps") or [] if r["time_ms"] >= 3 * median_ms)
+    flight = [w for w in s.get("trace_windows") or [] if (w.get("anomaly") or {}).get("period_s")]
+    if not flight:
+        return False, f"no window placed by time; stalls at {stalls} (median step {median_ms:.1f} ms)"
+    w = flight[0]
+    x, an = w.get("explained") or {}, w["anomaly"]
+    lo, hi = an["recorded_steps"]
+    ok = x.get("step_ms", 0) >= 3 * median_ms and str(x.get("culprit") or "").endswith("save_checkpoint") \
+        and lo <= x.get("step", -1) <= hi
+    # the step period alone: learned from the last three intervals before the window's seen stall
+    before = [st for st in stalls if st <= an["seen_step"]][-4:]
+    steps_due = before[-1] + before[-1] - before[-2] if len(before) >= 2 else None
+    step_way = "n/a" if steps_due is None else \
+        f"step {steps_due} ({'a stall' if any(abs(st - steps_due) <= 1 for st in stalls) else 'no stall'})"
+    return ok, (f"window {w['file']}: every {an['period_s']:.3g} s, due at step {an['due_step']}, recorded "
+                f"{lo}-{hi}, slowest traced step {x.get('step')} {x.get('step_ms', 0):.0f} ms (median step "
+                f"{median_ms:.1f} ms), culprit {x.get('culprit')}; stalls at {stalls}; the step period's "
+                f"window would be on {step_way}")
+
+
+def hits(runs: int, clock: bool = False) -> int:
     n = 0
     with tempfile.TemporaryDirectory() as tmp:
         for i in range(runs):
             out = Path(tmp) / f"run{i}"
             r = subprocess.run([sys.executable, "-m", "haiprof", "run", "--quiet", "--out", str(out),
-                                str(REPO / "examples" / "slow_moments.py")], capture_output=True, text=True)
+                                str(REPO / "examples" / "slow_moments.py"), *(CLOCK_ARGS if clock else [])],
+                               capture_output=True, text=True)
             if r.returncode != 0:
                 print(f"run {i}: failed: {r.stderr.strip()[-300:]}")
                 continue
-            ok, what = _hit(out)
+            ok, what = (_clock_hit if clock else _hit)(out)
             n += ok
             print(f"run {i}: {'hit' if ok else 'MISS'}: {what}")
     print(f"{n} of {runs} runs traced a stall and named its function")
@@ -143,11 +173,12 @@ def main() -> int:
     c.add_argument("--reps", type=int, default=7)
     h = sub.add_parser("hits")
     h.add_argument("--runs", type=int, default=10)
+    h.add_argument("--clock", action="store_true", help="the checkpoint on a clock, the step time changing")
     ns = ap.parse_args()
     if ns.what == "cost":
         cost(ns.steps, ns.reps)
     else:
-        hits(ns.runs)
+        hits(ns.runs, ns.clock)
     return 0
 
 

@@ -7,13 +7,21 @@ cannot be traced once it is over, so the detector predicts the next one:
   * a periodic stall (a checkpoint every N steps): once three intervals between occurrences agree (the last one and
     three earlier ones, +-1 step from 10 steps on; slow steps in a row are one occurrence, from its first step), the period is known and the window is placed so that the
     step where the next stall is due is the middle one of its three recorded steps;
+  * a stall on a clock (a checkpoint every T seconds, a logger flushing every 30 s) while the step time drifts:
+    its period in steps does not hold, its period in time does. The start times of the occurrences are kept too;
+    once three intervals in time agree (+-TIME_TOL recent steps), the next due time is known, and the window is
+    placed at the last moment, on the step expected to contain it: when the due time is DUE_AHEAD recent steps
+    away (a median of the last RECENT ordinary steps: the step time now, not the rolling median's), so the due
+    step is the middle one of the recorded three. A stall both periods explain is placed by time, on the due step
+    the step period names when the two agree within a step (a step-counted stall stays exact);
   * a slow stretch (STRETCH anomalous steps in a row: the machine or the data got slow): the steps just after are
     traced at once, while it lasts;
   * a one-off slow step is never traced (nothing says when it comes back); the report lists it.
 
-Cost: O(1) per step and bounded memory: two fixed-size rings (RING step times, ANOMALIES anomaly steps), the median
-re-sorted every MEDIAN_EVERY steps (a sort of RING floats), the period looked for only on an anomalous step
-(ANOMALIES^2 comparisons). Steps a tracing window touched are skipped: the profiler slows them.
+Cost: O(1) per step and bounded memory: three fixed-size rings (RING step times, ANOMALIES anomaly steps, RECENT
+step times), the median re-sorted every MEDIAN_EVERY steps (a sort of RING floats), the periods looked for only on
+an anomalous step (ANOMALIES^3 comparisons at most), a due time checked with a sort of RECENT floats a step. Steps
+a tracing window touched are skipped: the profiler slows them.
 """
 from __future__ import annotations
 
@@ -28,6 +36,11 @@ STRETCH = 5          # this many anomalous steps in a row: a slow stretch, trace
 FACTOR = 3.0         # default k: a step over 3x the rolling median is a slow moment
 MIN_PERIOD = 3       # slow every other step is a slow run, not a periodic stall
 SIZE_AGREE = 0.33    # the occurrences a period is learned from take at least a third of the largest one's time
+RECENT = 3           # the step time now: a median of the last this many ordinary steps (a drift shows at once)
+TIME_TOL = 1.5       # intervals in time agree within this many median steps (a timer's stall starts at the next
+                     # step boundary: each start is late by up to a step; wider lets random slow steps line up)
+DUE_AHEAD = 2.5      # a window placed by time opens when its due time is under this many steps away: due in the
+                     # second of its three recorded steps (warm-up step, then 1.5-2.5 steps to the due time)
 
 
 @dataclass(frozen=True)
@@ -39,15 +52,22 @@ class Ask:
     due: int | None
     period: int | None
     seen: int
+    period_s: float | None = None   # the learned period in seconds, when the window was placed by time
 
 
 class AnomalyDetector:
-    def __init__(self, factor: float = FACTOR, min_excess_ns: int = MIN_EXCESS_NS):
+    def __init__(self, factor: float = FACTOR, min_excess_ns: int = MIN_EXCESS_NS, lead_ns: int = 0):
         self.factor, self.min_excess_ns = float(factor), int(min_excess_ns)
+        # a window placed by time is asked for this long before it opens (a distributed job: every rank hears of
+        # it first, collectors/job_share.py); 0: at the last moment, on the step time now
+        self.lead_ns = int(lead_ns)
         self._ring = [0] * RING
+        self._recent = [0] * RECENT
+        self._plan = None            # a period in time learned: (due ns, period ns, seen step, step-period due, period)
+        self._traced_times: list = []   # periods in time traced (bounded by the budget: one a learned period)
         self._n = 0                  # ordinary steps seen (the ring holds min(n, RING) of them)
         self._median = 0
-        self._seen = [(-1, 0)] * ANOMALIES   # the last occurrences (first step, its time), a ring
+        self._seen = [(-1, 0, -1)] * ANOMALIES   # the last occurrences (first step, its time, its start ns), a ring
         self._k = 0
         self._run = 0                # anomalous steps in a row
         self._traced_periods: set = set()   # a period traced once is not traced again (bounded by the budget)
@@ -58,42 +78,80 @@ class AnomalyDetector:
         """The rolling median step time (0 before MIN_STEPS steps)."""
         return self._median
 
-    def observe(self, step: int, duration_ns: int) -> Ask | None:
-        """`step`: the step just finished (0-based), `duration_ns` its time. Returns where to trace, or None."""
+    def observe(self, step: int, duration_ns: int, end_ns: int | None = None) -> Ask | None:
+        """`step`: the step just finished (0-based), `duration_ns` its time, `end_ns` when it ended (a monotonic
+        clock; None: no periods in time). Returns where to trace, or None."""
         med = self._median
         slow = self._n >= MIN_STEPS and duration_ns > self.factor * med and duration_ns - med >= self.min_excess_ns
         self._ring[self._n % RING] = duration_ns
+        if not slow:
+            self._recent[self._n % RECENT] = duration_ns
         self._n += 1
         if self._n % MEDIAN_EVERY == 0 or self._n == MIN_STEPS:
             window = sorted(self._ring[:min(self._n, RING)])
             self._median = window[len(window) // 2]
         if not slow:
             self._run = 0
-            return None
+            return self._due_by_time(step, end_ns) if self._plan is not None and end_ns is not None else None
         self.anomalies += 1
         self._run += 1
         if self._run == STRETCH:
             return Ask(open_at=step + 1, due=None, period=None, seen=step)
         if self._run > 1:
             return None   # slow steps in a row are one occurrence, from its first step (its period's)
+        start_ns = -1 if end_ns is None else end_ns - duration_ns
         period = self._period(step, duration_ns)
-        self._seen[self._k % ANOMALIES] = (step, duration_ns)
+        period_ns = self._period_in_time(start_ns, duration_ns) if start_ns >= 0 else None
+        self._seen[self._k % ANOMALIES] = (step, duration_ns, start_ns)
         self._k += 1
         # a multiple of a period already traced is that stall again, an occurrence apart (one was traced, so the
         # detector never saw its time)
-        if period is None or any(period % p <= 1 or p - period % p <= 1 for p in self._traced_periods):
+        if period is not None and any(period % p <= 1 or p - period % p <= 1 for p in self._traced_periods):
+            period = None
+        if period_ns is not None and (self._plan is not None or any(
+                abs(period_ns - m * p) <= TIME_TOL * med for p in self._traced_times
+                for m in range(1, 1 + max(1, round(period_ns / p))))):
+            return None   # a stall on a clock already placed or traced, whatever its period in steps now
+        if period_ns is not None:   # placed by time, later (_due_by_time); the step period, if any, only refines it
+            self._traced_times.append(period_ns)
+            if period is not None:
+                self._traced_periods.add(period)
+            self._plan = (start_ns + period_ns, period_ns, step, None if period is None else step + period, period)
+            return self._due_by_time(step, end_ns)
+        if period is None:
             return None
         self._traced_periods.add(period)
         due = step + period
         # recorded steps are open_at+1 .. open_at+3 (0-based): the due step in the middle
         return Ask(open_at=max(step + 1, due - 2), due=due, period=period, seen=step)
 
+    def _due_by_time(self, step: int, now_ns: int) -> Ask | None:
+        """The window of a period in time, once its due time is close: the step expected to contain it."""
+        due_ns, period_ns, seen, step_due, period = self._plan
+        r = sorted(self._recent[:min(self._n, RECENT)])
+        per = r[len(r) // 2] if self.lead_ns <= 0 else self._median   # far ahead: the rolling median
+        if per <= 0:
+            return None
+        if due_ns - now_ns < 1.5 * per:   # too close to trace (the warm-up step comes first): the next one
+            due_ns += period_ns * (1 + int((now_ns + 1.5 * per - due_ns) // period_ns))
+        ahead = (due_ns - now_ns) / per      # steps to go until the due time
+        if ahead >= DUE_AHEAD + (self.lead_ns / per + 1 if self.lead_ns > 0 else 0):
+            self._plan = (due_ns, period_ns, seen, step_due, period)
+            return None
+        self._plan = None
+        due = step + 1 + int(round(ahead))   # the step now starting is step + 1, it starts now
+        if step_due is not None and abs(step_due - due) <= 1 and step_due - 2 > step:
+            due = step_due                   # a step-counted stall: its exact step
+        else:
+            period = None
+        return Ask(open_at=due - 2, due=due, period=period, seen=seen, period_s=period_ns / 1e9)
+
     def _period(self, step: int, duration_ns: int) -> int | None:
         """A period three intervals agree on: step - a == a - b == b - c (+-1 from 10 steps on) for earlier
         occurrences a, b, c of a like size (each at least SIZE_AGREE of the largest: a checkpoint's stalls, not
         one of them beside the random slow steps of a busy machine). Three intervals, not two: a busy machine's
         dozen slow steps in a hundred hold three evenly spaced ones by chance, rarely four."""
-        seen = {s: d for s, d in self._seen if 0 <= s < step}
+        seen = {s: d for s, d, _ in self._seen if 0 <= s < step}
 
         def near(at: int, tol: int):
             return [(s, d) for s, d in seen.items() if abs(s - at) <= tol]
@@ -108,4 +166,23 @@ class AnomalyDetector:
                     sizes = (duration_ns, da, db, dc)
                     if min(sizes) >= SIZE_AGREE * max(sizes):
                         return p
+        return None
+
+    def _period_in_time(self, start_ns: int, duration_ns: int) -> int | None:
+        """A period in time three intervals agree on (the start times: t - a == a - b == b - c within TIME_TOL
+        median steps), of occurrences of a like size, as _period in steps. Their mean, (t - c) / 3: each start is
+        late by up to a step, the last interval alone can be a step off."""
+        tol = TIME_TOL * self._median
+        seen = [(t, d) for _, d, t in self._seen if 0 <= t < start_ns]
+        for a, da in sorted(seen, reverse=True):
+            p = start_ns - a
+            if p < MIN_PERIOD * self._median:
+                continue
+            for b, db in seen:
+                if abs(a - p - b) > tol:
+                    continue
+                for c, dc in seen:
+                    sizes = (duration_ns, da, db, dc)
+                    if abs(b - p - c) <= tol and min(sizes) >= SIZE_AGREE * max(sizes):
+                        return (start_ns - c) // 3
         return None

@@ -7,25 +7,48 @@ flush thread (twice a second), never from the training thread: an ask is queued 
 published by the next flush, and the window is placed at least LEAD_S ahead (whole periods later, where the next
 occurrence is too close), so the other ranks hear of it before it is due.
 
+Polling costs the store one round trip a read; at a thousand ranks reading every flush that is 2,000 requests a
+second on the agent's store. So a rank reads every `every` flushes, enough that the job's reads stay under
+POLL_RPS a second (a rank's own asks still go out at the next flush), at most every MAX_POLL_S; the lead grows
+by the flushes skipped, so every rank still hears of a window LEAD_S - 2 x FLUSH_S (1 s) or more before it opens,
+as with a read every flush (benchmarks/job_store_poll.py: requests a second against the world size).
+
 Keys: <prefix>anomaly/n (a counter, store.add) and <prefix>anomaly/<i> (the i-th ask, JSON). At most the
 flight recorder's window budget per rank is ever published, so the keys are bounded by world size x budget.
 """
 from __future__ import annotations
 
 import json
+import math
+import os
 from collections import deque
 from typing import Callable
 
 from .anomaly import Ask
 
 LEAD_S = 2.0   # a shared window opens this long after its ask, at least: two flushes on every rank and then some
+FLUSH_S = 0.5  # the flush thread's period (rundir/appenders.py): exchange() runs once a flush
+POLL_RPS = 200.0   # the job's reads of the store a second, all ranks together, at most (up to MAX_POLL_S)
+MAX_POLL_S = 5.0   # a rank reads at least this often: the lead stays a few seconds at any world size
+
+
+def poll_every(world_size: int) -> int:
+    """Read the store every this many flushes: world_size / (every x FLUSH_S) <= POLL_RPS, within MAX_POLL_S."""
+    need = math.ceil(max(1, world_size) / (POLL_RPS * FLUSH_S))
+    return max(1, min(need, int(MAX_POLL_S / FLUSH_S)))
 
 
 class JobShare:
-    """`connect()` -> (store, key prefix, this rank); called once, on the flush thread."""
+    """`connect()` -> (store, key prefix, this rank); called once, on the flush thread. `world_size`: the job's
+    ranks (default: torchrun's WORLD_SIZE), which set how often the store is read."""
 
-    def __init__(self, connect: Callable, status: Callable):
+    def __init__(self, connect: Callable, status: Callable, world_size: int | None = None):
         self._connect, self._status = connect, status
+        world = world_size if world_size is not None else int(os.environ.get("WORLD_SIZE") or 1)
+        self.every = poll_every(world)
+        # a read every `every` flushes: a rank hears of an ask up to every - 1 flushes later than with one a flush
+        self.lead_s = LEAD_S + (self.every - 1) * FLUSH_S
+        self._flushes = 0
         self._store = self._prefix = None
         self.rank = None
         self._outbox: deque = deque(maxlen=16)
@@ -33,13 +56,13 @@ class JobShare:
         self.reason: str | None = None
 
     def lead(self, ask: Ask, completed: int, median_ns: int) -> Ask:
-        """The ask moved whole periods later until it opens LEAD_S or more after now (training thread)."""
-        if not ask.period or median_ns <= 0:
+        """The ask moved whole periods later until it opens lead_s or more after now (training thread)."""
+        if not ask.period or median_ns <= 0:   # placed by time: the detector asked LEAD_S ahead (its lead_ns)
             return ask
         open_at, due = ask.open_at, ask.due
-        while (open_at - completed) * median_ns < LEAD_S * 1e9:
+        while (open_at - completed) * median_ns < self.lead_s * 1e9:
             open_at, due = open_at + ask.period, due + ask.period
-        return Ask(open_at=open_at, due=due, period=ask.period, seen=ask.seen)
+        return Ask(open_at=open_at, due=due, period=ask.period, seen=ask.seen, period_s=ask.period_s)
 
     def publish(self, ask: Ask) -> None:
         """Queue a local ask for the next exchange (training thread: no store call here)."""
@@ -63,7 +86,11 @@ class JobShare:
             ask = self._outbox.popleft()
             n = store.add(counter, 1)
             store.set(f"{self._prefix}anomaly/{n}", json.dumps(
-                {"open_at": ask.open_at, "due": ask.due, "period": ask.period, "seen": ask.seen, "rank": self.rank}))
+                {"open_at": ask.open_at, "due": ask.due, "period": ask.period, "seen": ask.seen, "rank": self.rank,
+                 "period_s": ask.period_s}))
+        self._flushes += 1
+        if (self._flushes - 1) % self.every:
+            return   # not this flush's turn to read (the first flush reads)
         total = store.add(counter, 0)
         while self._read < total:
             key = f"{self._prefix}anomaly/{self._read + 1}"
@@ -73,4 +100,4 @@ class JobShare:
             self._read += 1
             if a.get("rank") != self.rank:
                 deliver(Ask(open_at=int(a["open_at"]), due=a.get("due"), period=a.get("period"),
-                            seen=int(a["seen"])), int(a.get("rank", -1)))
+                            seen=int(a["seen"]), period_s=a.get("period_s")), int(a.get("rank", -1)))

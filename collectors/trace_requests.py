@@ -97,6 +97,8 @@ class TraceRequests:
         self.anomaly_windows: list[TraceWindow] = []
         self._step_clock = step_clock
         self._share = share                # a distributed job: asks shared with every rank (collectors/job_share.py)
+        if share is not None and anomaly is not None:   # a window placed by time: asked for early enough to share
+            anomaly.lead_ns = int(share.lead_s * 1e9)
         self._asked_at: set = set()        # where flight-recorder windows are asked for (one a step, across ranks)
         self._last_ns: int | None = None   # the previous step's end (the flight recorder's step time)
         self._touched = True               # the step now ending ran (partly) inside a window: not an ordinary step
@@ -188,10 +190,11 @@ class TraceRequests:
         touched, self._touched = self._touched or in_window, in_window
         if last is None or touched or self._anomaly_left <= 0:
             return
-        ask = self._anomaly.observe(completed - 1, now - last)
+        ask = self._anomaly.observe(completed - 1, now - last, now)
         if ask is None:
             return
-        if self._share is not None and ask.period:   # every rank traces it: placed where they all hear of it first
+        if self._share is not None and (ask.period or ask.period_s):   # every rank traces it: placed where they
+            # all hear of it first
             ask = self._share.lead(ask, completed, self._anomaly.median_ns)
             self._share.publish(ask)
         self._ask(ask, ANOMALY_WHY)
@@ -228,7 +231,7 @@ class TraceRequests:
         t = time.monotonic_ns()
         if ask is not None:
             self._append((ANOMALY_MARK, t, t, completed, steps, -1 if ask.due is None else ask.due,
-                          ask.period or 0, ask.seen))
+                          ask.period or 0, ask.seen, round((ask.period_s or 0) * 1e3, 3)))
             self.anomaly_windows.append(win)
         self._append((WINDOW_MARK, t, t, completed, steps))
         win.on_step(completed)     # starts now: its warm-up is this step count

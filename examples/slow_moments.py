@@ -6,6 +6,10 @@ disk), and once, at `--hiccup-step`, one step waits `--hiccup-ms` on something o
 upload, say). Plain PyTorch, no haiprof import. `haiprof run examples/slow_moments.py` should see the periodic
 stall, trace one occurrence of it (the flight recorder) and explain it from that trace: file I/O in
 save_checkpoint.
+
+`--every-s T` checkpoints on a clock instead (every T seconds of time.monotonic(), as a trainer saving every
+half hour does), and `--slow-after-s S` makes each step slower from S seconds on (a larger batch: the step time
+changes mid-run), so the stall's period in steps changes while its period in time holds.
 """
 import argparse
 import os
@@ -37,7 +41,13 @@ def main():
     ap.add_argument("--width", type=int, default=512)
     ap.add_argument("--batch-size", type=int, default=64)
     ap.add_argument("--seed", type=int, default=0)
+    ap.add_argument("--every-s", type=float, default=0.0, help="checkpoint every this many seconds (0: by steps)")
+    ap.add_argument("--slow-after-s", type=float, default=0.0, help="from this many seconds on, a larger batch")
+    ap.add_argument("--slow-batch-size", type=int, default=112)
+    ap.add_argument("--run-s", type=float, default=0.0, help="stop after this many seconds (0: after --steps)")
     args = ap.parse_args()
+    if args.every_s:
+        args.every = 0
     torch.manual_seed(args.seed)
     torch.set_num_threads(1)   # one core per run: the step time stays steady on a shared machine
     model = nn.Sequential(nn.Linear(args.width, args.width), nn.ReLU(), nn.Linear(args.width, args.width),
@@ -49,14 +59,24 @@ def main():
     ckpt_dir = tempfile.mkdtemp(prefix="slow-moments-")
     path = os.path.join(ckpt_dir, "checkpoint.pt")
     ticks = []
+    start = time.monotonic()
+    due = start + args.every_s
     try:
-        for step in range(args.steps):
+        for step in range(args.steps if not args.run_s else 1 << 62):
+            if args.run_s and time.monotonic() - start >= args.run_s:
+                break
+            if args.slow_after_s and time.monotonic() - start >= args.slow_after_s and len(x) == args.batch_size:
+                x = torch.randn(args.slow_batch_size, args.width)
+                y = torch.randint(0, 10, (args.slow_batch_size,))
             opt.zero_grad()
             loss = loss_fn(model(x), y)
             loss.backward()
             opt.step()
             if args.every and step % args.every == args.every - 1:
                 save_checkpoint(model, opt, path, args.pad_mb)
+            if args.every_s and time.monotonic() >= due:
+                save_checkpoint(model, opt, path, args.pad_mb)
+                due += args.every_s
             if step == args.hiccup_step:
                 time.sleep(args.hiccup_ms / 1e3)
             ticks.append(time.perf_counter())

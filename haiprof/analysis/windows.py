@@ -68,6 +68,8 @@ def analyze(records: list, steps, run_path) -> list[dict]:
             r = anomaly[at]
             out[-1]["anomaly"] = {"due_step": int(r[5]) if r[5] >= 0 else None, "period_steps": int(r[6]) or None,
                                   "seen_step": int(r[7]), "recorded_steps": [at + 1, at + RECORDED]}
+            if len(r) >= 9 and r[8]:   # placed by time: a stall on a clock, its period in seconds
+                out[-1]["anomaly"]["period_s"] = round(float(r[8]) / 1e3, 3)
     return out
 
 

@@ -45,10 +45,36 @@ def _layout(title: str, ytitle: str, unit: str | None = None, **extra) -> dict:
 STEP_DETAIL_BUDGET = 250_000   # bytes of base64 for the per-step detail of a page's step charts (report <= 1 MB)
 
 
+def flight_marks(windows) -> list:
+    """The flight recorder's traced steps to mark on the step chart (summary.json `trace_windows`): each window's
+    traced stall (its explained step; the due step when its trace explained none) and its trace file, the file
+    the slowest-steps table links."""
+    out = []
+    for w in windows or []:
+        an, x = w.get("anomaly"), w.get("explained") or {}
+        step = x.get("step", an.get("due_step") if an else None)
+        if an and w.get("file") and step is not None:
+            out.append({"step": int(step), "file": w["file"]})
+    return out
+
+
+def _flight_trace(flight: list) -> dict:
+    """A marker over each traced stall, on its own axis (the top of the plot, whatever the bars' range: a stall's
+    bar is often clipped); a click opens its trace (js/steps.js)."""
+    return {"type": "scatter", "mode": "markers+text", "name": "flight recorder trace (click to open)",
+            "x": [m["step"] for m in flight], "y": [1.0] * len(flight), "yaxis": "y2", "meta": "flight",
+            "text": ["trace"] * len(flight), "textposition": "middle right", "cliponaxis": False,
+            "customdata": [m["file"] for m in flight],
+            "marker": {"symbol": "triangle-down", "size": 12, "color": "#b00"},
+            "hovertemplate": "step %{x:d}: traced by the flight recorder<br>%{customdata} (click to open)"
+                             "<extra></extra>"}
+
+
 def step_chart(cols: dict, warmup: int, phases, title: str = "Time per step by phase",
-               budget: int = STEP_DETAIL_BUDGET) -> dict:
+               budget: int = STEP_DETAIL_BUDGET, flight: list | None = None) -> dict:
     """Stacked bars of ms per phase from numpy columns: cols = {"index", "duration_ns", "phases": {name: ns},
-    "traced": bool (optional: the op-level tracing window's steps, shaded)}.
+    "traced": bool (optional: the op-level tracing window's steps, shaded)}; `flight`: the flight recorder's
+    traced stalls (flight_marks), each marked and linked to its trace.
 
     Up to MAX_BARS steps: a bar per step. Longer runs: a bar per bucket of consecutive steps (the mean phase
     split) with the bucket's median and min-max whisker, a range slider, and the per-step detail embedded
@@ -107,6 +133,11 @@ def step_chart(cols: dict, warmup: int, phases, title: str = "Time per step by p
     fig = {"data": traces, "layout": layout,
            "shading": {"warmup": [first, first + wu - 1] if wu else None,
                        "traced": step_detail.traced_runs(traced_set)}}
+    flight = [m for m in flight or [] if first <= m["step"] <= int(idx[-1])]
+    if flight:
+        fig["flight"] = _flight_trace(flight)
+        traces.append(fig["flight"])
+        layout["yaxis2"] = {"overlaying": "y", "range": [0, 1.04], "visible": False, "fixedrange": True}
     if zoom:
         # the page draws the buckets from the detail (the same buckets, min/median/max from the embedded
         # times): whole-run bars as JSON would cost as much as the detail itself
@@ -204,12 +235,7 @@ class StepAxis:
     MIN_STEPS = 3
 
     def __init__(self, steps, origin_ns, warmup: int = 0):
-        # arrays, one entry per step: a long run's steps as columns (steps.arrays()) or a list of steps
-        cols = steps.arrays() if hasattr(steps, "arrays") else {
-            "index": np.array([st.index for st in steps], dtype=np.int64),
-            "start_ns": np.array([st.start_ns for st in steps], dtype=np.int64),
-            "end_ns": np.array([st.end_ns for st in steps], dtype=np.int64),
-            "traced": np.array([bool(getattr(st, "traced", False)) for st in steps], dtype=bool)}
+        cols = steps.arrays()   # the steps as columns (analyzers.step_columns.StepColumns): arrays, one entry a step
         self.index = cols["index"]
         self.starts = (cols["start_ns"] - origin_ns) / 1e9
         self.ends = (cols["end_ns"] - origin_ns) / 1e9

@@ -59,10 +59,8 @@ def section_verdict(d, figs):
 
 
 def _traced(steps) -> list:
-    """The indices of the traced steps (steps: a list of Step or a StepColumns)."""
-    if hasattr(steps, "arrays"):
-        return steps.index[steps.traced].tolist()
-    return [st.index for st in steps if st.traced]
+    """The indices of the traced steps (steps: StepColumns; none: a RunData without steps)."""
+    return steps.index[steps.traced].tolist() if len(steps) else []
 
 
 def section_phases(d, figs):
@@ -71,16 +69,18 @@ def section_phases(d, figs):
         return fragment(TEMPLATE, "no_phases")
     figs["share"] = charts.share_chart(s["phase_share"])
     host_chart = bool(getattr(d, "device_steps", None))
+    flight = charts.flight_marks(s.get("trace_windows"))   # the flight recorder's traced stalls, marked
     if host_chart:   # CUDA runs: the step chart on the device clock, as the shares above
         keys = [*PHASES, "busy:estimated", *charts.IDLE_COLORS]
         figs["steps"] = charts.step_chart(step_columns(d.device_steps, keys), s.get("warmup_steps_excluded", 0), keys,
-                                          budget=charts.STEP_DETAIL_BUDGET * 2 // 3,
+                                          budget=charts.STEP_DETAIL_BUDGET * 2 // 3, flight=flight,
                                           title="Device time per step: busy by phase, idle by host cause (device clock)")
         figs["host-steps"] = charts.step_chart(step_columns(d.steps, PHASES), s.get("warmup_steps_excluded", 0),
-                                               PHASES, budget=charts.STEP_DETAIL_BUDGET // 3,
+                                               PHASES, budget=charts.STEP_DETAIL_BUDGET // 3, flight=flight,
                                                title="Host time per step by phase (host clock)")
     else:
-        figs["steps"] = charts.step_chart(step_columns(d.steps, PHASES), s.get("warmup_steps_excluded", 0), PHASES)
+        figs["steps"] = charts.step_chart(step_columns(d.steps, PHASES), s.get("warmup_steps_excluded", 0), PHASES,
+                                          flight=flight)
     # the shaded steps, counted from the steps drawn (a job's page draws its reference rank's steps)
     traced = len(_traced(d.steps))
     left = [f"{s['warmup_steps_excluded']} warm-up step(s)"] if s.get("warmup_steps_excluded") else []

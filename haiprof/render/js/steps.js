@@ -136,6 +136,7 @@
     layout.xaxis = Object.assign({}, base.xaxis, {range: range.slice(), autorange: false});
     layout.annotations = (base.annotations || []).concat(sh.notes);
     if (c.detail && whole) data = rebucket(c, range[0], range[1]);   // the whole run's buckets
+    if (c.detail && c.fig.flight) data.push(c.fig.flight);   // the flight recorder's traced stalls
     if (c.detail && !whole) {
       data = rebucket(c, range[0], range[1]);
       data.push(c.overview);
@@ -182,8 +183,20 @@
     }
     return ready.then(function () { return redraw(c, c.full); }).then(function () {
       el.on('plotly_relayout', function (ev) { onRelayout(c, ev); });
+      el.on('plotly_click', openTrace);
       el.dataset.ready = '1';
     });
+  }
+
+  // A click on a flight recorder marker opens its trace: the link the slowest-steps table has for that step.
+  function openTrace(ev) {
+    var p = ((ev && ev.points) || []).filter(function (q) { return q.data.meta === 'flight'; })[0];
+    if (!p) return;   // a bar's point: the hover mode hands over every trace's point at that step
+    var a = document.createElement('a');
+    a.href = p.customdata;
+    document.body.appendChild(a);
+    a.click();
+    a.remove();
   }
 
   // Zoom a step chart onto one step (the slowest-steps table's links), marked with a red outline.
