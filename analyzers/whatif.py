@@ -265,10 +265,30 @@ def amp(s: dict) -> dict:
     cpu = (s.get("launch") or {}).get("cpu") or {}
     mm = sum(o.get("share") or 0.0 for o in cpu.get("top_ops") or [] if _MATMUL_OP.match(str(o.get("name"))))
     part = min(compute, mm * compute) if mm else compute * 0.5
-    g = {k: part * (1 - 1 / r) for k, r in CPU_BF16_RATIO.items()}
+    arith, headroom = _mfu_bound(s, part, "arithmetic")
+    g = {k: arith * (1 - 1 / r) for k, r in CPU_BF16_RATIO.items()}
     return _out("amp", step, touches, part, g["point"], g["low"], g["high"],
                 f"matmuls fill {100 * part:.0f}% of the step; bf16 on this CPU's matrix units "
-                f"{CPU_BF16_RATIO['point']:.0f}x ({CPU_BF16_RATIO['low']}-{CPU_BF16_RATIO['high']:.0f}x) faster")
+                f"{CPU_BF16_RATIO['point']:.0f}x ({CPU_BF16_RATIO['low']}-{CPU_BF16_RATIO['high']:.0f}x) faster"
+                + headroom)
+
+
+def _mfu_bound(s: dict, part: float, what: str) -> tuple[float, str]:
+    """A CPU run's compute headroom (no kernels to read): the MFU (haiprof/analysis/efficiency.py) is the share of
+    the step the matmuls' arithmetic takes at this CPU's measured fp32 peak. Lower precision shortens only that
+    arithmetic ("arithmetic": part bounded by the MFU); fusion acts only on the rest of the step ("rest": part
+    bounded by 1 - MFU). (bounded part, what was said); the part unchanged without an MFU."""
+    mfu = (s.get("efficiency") or {}).get("mfu")
+    if not mfu:
+        return part, ""
+    bound = min(1.0, mfu) if what == "arithmetic" else max(0.0, 1.0 - mfu)
+    if part <= bound:
+        return part, ""
+    return bound, (f"; MFU {100 * mfu:.0f}%: the matmuls' arithmetic at this CPU's measured fp32 peak is only "
+                   f"{100 * mfu:.0f}% of the step, and bf16 shortens that, not the rest of their time"
+                   if what == "arithmetic" else
+                   f"; MFU {100 * mfu:.0f}%: the matmuls' arithmetic at this CPU's measured peak takes "
+                   f"{100 * mfu:.0f}% of the step, which fusion cannot remove")
 
 
 # -- launch: cuda-graphs, compile, fused-optim --------------------------------------------------------------------
@@ -321,6 +341,8 @@ def compile_(s: dict) -> dict:
         part = _share(s, "forward", "backward") * float(cpu.get("tiny_share") or 0.0)
         what = (f"tiny (dispatch-dominated) ops in forward/backward are {100 * part:.1f}% of the step"
                 if cpu else "no op trace: nothing to fuse is known")
+        part, headroom = _mfu_bound(s, part, "rest")
+        what += headroom
     return _out("compile", step, touches, part, FUSION_REMOVES * part, 0.0, part,
                 f"{what}; fusion removes about {100 * FUSION_REMOVES:.0f}% of it (0-100%), not the launch gaps",
                 cost_s=COMPILE_COST_S["point"])

@@ -65,6 +65,7 @@ def host_summaries(draw):
                      {"kind": "communication", "share": ar, "fixes": ["compress", "bucket"],
                       "evidence": {"transfer_share": transfer}}],
         "script_uses": {}, "conditions": {"cpu_bf16": draw(st.sampled_from([True, False, None]))},
+        "efficiency": {"mfu": draw(st.sampled_from([None, 0.05, 0.5, 0.95, 1.2]))},
     }
 
 
@@ -290,3 +291,18 @@ def test_the_hand_off_probe_measures_a_real_worker_and_is_kept_in_the_run_direct
 def handoff_probe_cpu_model() -> str:
     from haiprof.collectors.matmul_peak import cpu_model
     return cpu_model()
+
+
+def test_cpu_amp_and_compile_are_bounded_by_the_compute_headroom_the_mfu_shows():
+    bf16 = {**CPU, "conditions": {"cpu_bf16": True}}
+    free = whatif.predict("amp", bf16)   # matmuls 64% of the step, 2x faster: 32%
+    assert free["gain_share"] == pytest.approx(0.32) and "MFU" not in free["assumed"]
+    # the matmuls' arithmetic at the measured fp32 peak is 10% of the step: bf16 shortens that, not the rest
+    low_mfu = whatif.predict("amp", {**bf16, "efficiency": {"mfu": 0.10}})
+    assert low_mfu["gain_share"] == pytest.approx(0.05) and "MFU 10%" in low_mfu["assumed"]
+    fused = {**CPU, "launch": {"cpu": {**CPU["launch"]["cpu"], "tiny_share": 0.5}}}
+    assert whatif.predict("compile", fused)["gain_share"] == pytest.approx(0.2)   # half of 40% tiny ops
+    # 90% of the step is matmul arithmetic at the peak: fusion acts on the other 10% at most
+    busy = whatif.predict("compile", {**fused, "efficiency": {"mfu": 0.9}})
+    assert busy["gain_share"] == pytest.approx(0.05) and busy["high_share"] == pytest.approx(0.1)
+    assert "which fusion cannot remove" in busy["assumed"]
