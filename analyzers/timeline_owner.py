@@ -108,11 +108,15 @@ def _outlasting(end: np.ndarray, max_end: np.ndarray) -> np.ndarray:
 
 def owner_at(iv: Intervals, t: np.ndarray) -> np.ndarray:
     """The phase code owning each instant t (K: no interval runs)."""
+    return _climb(iv, np.searchsorted(iv.start, t, side="right") - 1, t)
+
+
+def _climb(iv: Intervals, j: np.ndarray, t: np.ndarray) -> np.ndarray:
+    """owner_at from j[i], the latest interval started at or before t[i] (-1: none; j is overwritten): where that
+    one has already ended, climb its `up` pointers until one still runs."""
     if not len(iv):
         return np.full(len(t), K, dtype=np.int64)
-    j = np.searchsorted(iv.start, t, side="right") - 1
-    todo = np.flatnonzero(j >= 0)
-    todo = todo[iv.end[j[todo]] <= t[todo]]      # the latest-started one has ended: climb
+    todo = np.flatnonzero((iv.end[np.maximum(j, 0)] <= t) & (j >= 0))
     while len(todo):
         j[todo] = iv.up[j[todo]]
         todo = todo[j[todo] >= 0]
@@ -158,22 +162,33 @@ def _owned_block(iv: Intervals, a, b, group, weight, out) -> None:
     t0, t1 = int(a[0]), int(b[-1])
     lo = int(np.searchsorted(iv.max_end, t0, side="right"))   # before lo every interval ended by t0
     hi = int(np.searchsorted(iv.start, t1, side="left"))      # from hi on every interval starts at or after t1
+    n, ns = len(a), hi - lo
     cuts = [a, b, iv.start[lo:hi], iv.end[lo:hi]]
     if weight is not None:
         w0, w1 = np.searchsorted(weight.times, [t0, t1])
         cuts.append(weight.times[w0:w1])
-    cuts = sorted_unique(np.clip(np.concatenate(cuts), t0, t1))
-    s, e = cuts[:-1], cuts[1:]
-    piece = np.searchsorted(b, s, side="right")               # the first piece ending after s
-    inside = piece < len(b)
-    inside[inside] &= a[piece[inside]] <= s[inside]           # not in a gap between pieces
-    s, e, piece = s[inside], e[inside], piece[inside]
-    length = (e - s).astype(np.float64)
+    cuts = np.concatenate(cuts)
+    np.clip(cuts, t0, t1, out=cuts)
+    # One stable sort of the four sorted (the ends nearly sorted) runs says what every cut is; counting gives
+    # each elementary segment's piece and the latest interval started by its start, no search. Equal cuts make
+    # empty segments, all but the last of them, which counts every equal cut.
+    order = np.argsort(cuts, kind="stable")
+    cuts = cuts[order]
+    seg = np.flatnonzero(cuts[1:] > cuts[:-1])
+    ended = np.cumsum((order >= n) & (order < 2 * n), dtype=np.int64)[seg]   # pieces ended by the segment
+    began = np.cumsum(order < n, dtype=np.int64)[seg]                       # pieces begun
+    started = np.cumsum((order >= 2 * n) & (order < 2 * n + ns), dtype=np.int64)[seg]   # intervals started
+    del order
+    inside = began > ended                    # not in a gap between pieces
+    seg, piece = seg[inside], ended[inside]
+    s = cuts[seg]
+    length = (cuts[seg + 1] - s).astype(np.float64)
     if weight is not None:
         length *= weight.at(s)
     g = group[piece] - group[0]
     span = int(group[-1] - group[0]) + 1
-    sums = np.bincount(g * (K + 1) + owner_at(iv, s), weights=length, minlength=span * (K + 1))
+    sums = np.bincount(g * (K + 1) + _climb(iv, started[inside] + (lo - 1), s), weights=length,
+                       minlength=span * (K + 1))
     if weight is None:   # whole ns summed in float64: exact below 2^53 ns (104 days) a group
         sums = np.rint(sums).astype(np.int64)
     out[group[0]:group[0] + span] += sums.reshape(span, K + 1)
