@@ -31,7 +31,11 @@ def sort_intervals(phase, start, end) -> tuple:
     the sort is skipped when they already are."""
     if is_sorted(phase, start):
         return phase, start, end
-    order = np.lexsort((RANK[phase], start))
+    # a stable sort by start merges sorted runs (a host and a device list put together) in linear time; the
+    # priorities of equal starts are sorted by lexsort only where that left them out of order
+    order = np.argsort(start, kind="stable")
+    if not is_sorted(phase[order], start[order]):
+        order = np.lexsort((RANK[phase], start))
     return phase[order], start[order], end[order]
 
 
