@@ -20,8 +20,6 @@ Pure functions: records in, numbers out.
 """
 from __future__ import annotations
 
-from dataclasses import dataclass, field
-
 import numpy as np
 
 from .step_columns import (ALL_PHASES, CODE, PHASES, STEP_MARK, TRACE_BEGIN, TRACE_END, Split, split_of_records,
@@ -37,25 +35,10 @@ BUSY = PHASES + ("unrecorded",)    # device work by phase; "unrecorded": assumed
 _COMPUTE_COLS = [CODE[p] for p in COMPUTE]
 
 
-@dataclass
-class DeviceStep:
-    """One row of DeviceSteps, for the few consumers that want an object."""
-    index: int                 # the host step it belongs to (steps.Step.index)
-    start_ns: int
-    end_ns: int
-    busy: dict = field(default_factory=dict)     # phase -> ns of device work
-    idle: dict = field(default_factory=dict)     # host phase at the time -> ns the device sat idle
-    traced: bool = False
-    estimated: bool = False    # end estimated (closing CUDA event never resolved): in the step time, not the shares
-
-    @property
-    def duration_ns(self) -> int:
-        return self.end_ns - self.start_ns
-
-
 class DeviceSteps:
     """The device steps as columns: index (the host step), start_ns, end_ns, busy (n x BUSY ns), idle (n x
-    ALL_PHASES ns), traced, estimated. Reads as a sequence of DeviceStep too."""
+    ALL_PHASES ns), traced (the host step overlapped the tracing window), estimated (end estimated: the closing
+    CUDA event never resolved; in the step time, not the shares)."""
 
     def __init__(self, index, start_ns, end_ns, busy, idle, traced, estimated):
         self.index, self.start_ns, self.end_ns = index, start_ns, end_ns
@@ -95,18 +78,6 @@ class DeviceSteps:
 
     def __bool__(self) -> bool:
         return len(self) > 0
-
-    def __getitem__(self, i) -> DeviceStep:
-        if isinstance(i, slice):
-            return self.take(i)
-        i = range(len(self))[i]
-        est = bool(self.estimated[i])
-        busy = {p: int(v) for p, v in zip(BUSY, self.busy[i].tolist()) if p != "unrecorded" or est}
-        return DeviceStep(int(self.index[i]), int(self.start_ns[i]), int(self.end_ns[i]), busy,
-                          {p: int(v) for p, v in zip(ALL_PHASES, self.idle[i].tolist())}, bool(self.traced[i]), est)
-
-    def __iter__(self):
-        return (self[i] for i in range(len(self)))
 
     def __repr__(self) -> str:
         return f"DeviceSteps({len(self)} steps)"

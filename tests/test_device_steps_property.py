@@ -43,14 +43,13 @@ def runs(draw):
 def test_device_steps_never_overlap_and_tile(run):
     records, has_gaps = run
     steps = D.device_steps(records)
-    assert [s.index for s in steps] == sorted({s.index for s in steps})
-    for s in steps:
-        assert s.duration_ns >= 0, (s.index, s.duration_ns, s.estimated)
-        assert sum(s.busy.values()) + sum(s.idle.values()) == s.duration_ns
-        assert all(v >= 0 for v in (*s.busy.values(), *s.idle.values()))
-    for prev, nxt in zip(steps, steps[1:]):
-        assert nxt.start_ns >= prev.end_ns, (prev.index, nxt.index, nxt.start_ns - prev.end_ns)
-        if nxt.index == prev.index + 1:
-            assert nxt.start_ns == prev.end_ns
+    assert steps.index.tolist() == sorted(set(steps.index.tolist()))
+    dur = steps.duration_ns
+    assert (dur >= 0).all(), (steps.index[dur < 0], dur[dur < 0], steps.estimated[dur < 0])
+    assert (steps.busy.sum(axis=1) + steps.idle.sum(axis=1) == dur).all()
+    assert (steps.busy >= 0).all() and (steps.idle >= 0).all()
+    assert (steps.start_ns[1:] >= steps.end_ns[:-1]).all()
+    consecutive = steps.index[1:] == steps.index[:-1] + 1
+    assert (steps.start_ns[1:][consecutive] == steps.end_ns[:-1][consecutive]).all()
     if steps and not has_gaps:
-        assert sum(s.duration_ns for s in steps) == steps[-1].end_ns - steps[0].start_ns
+        assert int(dur.sum()) == steps.end_ns[-1] - steps.start_ns[0]

@@ -82,8 +82,7 @@ def test_unresolved_tail_is_the_per_step_partition(run):
 
     def both(*args):
         out = tail(*args)
-        seen.append(_tail_per_step(*args) == [(s.index, s.start_ns, s.end_ns, [*s.busy.values()],
-                                               [*s.idle.values()]) for s in _rows(out)])
+        seen.append(_tail_per_step(*args) == _rows(out))
         return out
 
     D._unresolved_tail = both
@@ -95,10 +94,10 @@ def test_unresolved_tail_is_the_per_step_partition(run):
 
 
 def _rows(steps):
-    """DeviceStep objects with every busy column (the estimated flag shows "unrecorded")."""
-    return [D.DeviceStep(int(steps.index[i]), int(steps.start_ns[i]), int(steps.end_ns[i]),
-                         dict(zip(D.BUSY, steps.busy[i].tolist())), dict(zip(D.ALL_PHASES, steps.idle[i].tolist())))
-            for i in range(len(steps))]
+    """(index, start, end, busy by BUSY, idle by ALL_PHASES) of each step, from the columns (the estimated flag
+    shows "unrecorded")."""
+    return [(int(steps.index[i]), int(steps.start_ns[i]), int(steps.end_ns[i]), steps.busy[i].tolist(),
+             steps.idle[i].tolist()) for i in range(len(steps))]
 
 
 @settings(max_examples=200, deadline=None)

@@ -39,25 +39,25 @@ def _run(last_wait_ms=34.0, last_gpu=("forward",)):
 
 def test_resolved_steps_tile_the_device_timeline():
     steps = D.device_steps(_run(last_gpu=("forward", "backward", "optimizer")))
-    assert [st.index for st in steps] == [1, 2, 3, 4, 5, 6] and not any(st.estimated for st in steps)
-    assert all(a.end_ns == b.start_ns for a, b in zip(steps, steps[1:]))
-    assert steps[0].duration_ns == 10 * MS
-    assert steps[-1].duration_ns == pytest.approx(40 * MS, abs=0.5 * MS)
+    assert steps.index.tolist() == [1, 2, 3, 4, 5, 6] and not steps.estimated.any()
+    assert (steps.end_ns[:-1] == steps.start_ns[1:]).all()
+    assert steps.duration_ns[0] == 10 * MS
+    assert steps.duration_ns[-1] == pytest.approx(40 * MS, abs=0.5 * MS)
 
 
 def test_a_last_step_whose_events_never_resolved_is_estimated_not_dropped():
     steps = D.device_steps(_run())
-    assert [st.index for st in steps] == [1, 2, 3, 4, 5, 6]
-    last = steps[-1]
-    assert last.estimated and not any(st.estimated for st in steps[:-1])
+    assert steps.index.tolist() == [1, 2, 3, 4, 5, 6]
+    assert steps.estimated.tolist() == [False] * 5 + [True]
     # no earlier than the host's end of the step (it waited 34 ms for its batch), plus the usual device work
     # that was not recorded (backward + optimizer: 3.5 ms)
     host_end = max(t for name, t, _ in _run() if name == "@step")
-    assert last.end_ns == host_end + 3_500 * US
-    assert last.idle["dataloader"] >= 33 * MS
+    assert steps.end_ns[-1] == host_end + 3_500 * US
+    assert steps.idle[-1, D.ALL_PHASES.index("dataloader")] >= 33 * MS
     steady = D.steady(steps, warmup=1)
-    assert last in steady and last not in D.measured(steady)   # in the step time, not in the shares
-    assert D.seconds_per_step(steady) == pytest.approx((4 * 10 * MS + last.duration_ns) / 5 / 1e9)
+    # in the step time, not in the shares
+    assert 6 in steady.index.tolist() and 6 not in D.measured(steady).index.tolist()
+    assert D.seconds_per_step(steady) == pytest.approx((4 * 10 * MS + int(steps.duration_ns[-1])) / 5 / 1e9)
     sh = D.shares(D.measured(steady), None)
     # each resolved step: the GPU idles 3.5 of its 10 ms while the host waits for the batch (the rest of the 4 ms
     # wait overlaps the previous step's optimizer span on the device)
