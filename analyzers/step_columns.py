@@ -1,15 +1,13 @@
 """The step partition of analyzers/steps.py over numpy columns: a million-step run is a few arrays, not millions
-of tuples, dicts and Step objects.
+of tuples, dicts and objects.
 
 Split: the records split into host and device intervals (phase code into PHASES, start, end), the marks (name ->
 sorted times) and what the evaluation blocks need. StepColumns: the steps as arrays (index, start, end, ns per
-phase, traced); it also reads as a sequence of Step for the few small consumers that want objects.
+phase, traced), the one form of steps every consumer takes.
 """
 from __future__ import annotations
 
 import bisect
-from dataclasses import dataclass, field
-
 import numpy as np
 
 # the phases, their priority and the owner rule's sorting live with the rule (timeline_owner.py)
@@ -21,19 +19,6 @@ from haiprof.rundir.vocabulary import BACKWARD_MARK, EVAL, GPU_PREFIX, STEP_MARK
 # step's end (its DataLoader waits included) to the last of them, is "eval", outside every step. Fewer (a
 # frozen teacher's forward in each step) are part of training and count as forward.
 EVAL_MIN_FORWARDS = 2
-
-
-@dataclass
-class Step:
-    index: int
-    start_ns: int
-    end_ns: int
-    phases_ns: dict = field(default_factory=dict)
-    traced: bool = False      # overlaps the op-level tracing window: profiler overhead, kept out of statistics
-
-    @property
-    def duration_ns(self) -> int:
-        return self.end_ns - self.start_ns
 
 
 # The steady steps: one definition for every clock (host steps, device steps) and every consumer
@@ -297,8 +282,7 @@ def build_step_columns(split: Split) -> tuple["StepColumns", dict]:
 
 
 class StepColumns:
-    """Steps as columns: index, start_ns, end_ns, traced (arrays of n) and phases (n x len(names) ns). Reads as a
-    sequence of Step too (steps[i], iteration, slices), each built when asked."""
+    """Steps as columns: index, start_ns, end_ns, traced (arrays of n) and phases (n x len(names) ns)."""
 
     def __init__(self, index, start_ns, end_ns, phases, traced, names=ALL_PHASES):
         self.index, self.start_ns, self.end_ns = index, start_ns, end_ns
@@ -311,18 +295,27 @@ class StepColumns:
 
     @classmethod
     def of(cls, steps) -> "StepColumns":
-        """Columns of a list of Step (phases: ALL_PHASES first, then any other name the steps have)."""
+        """Steps as columns: a StepColumns as it is; no steps (an empty list: RunData without any) as empty ones."""
         if isinstance(steps, StepColumns):
             return steps
-        names = list(ALL_PHASES)
-        for s in steps:
-            names += [p for p in s.phases_ns if p not in names]
-        n = len(steps)
-        phases = np.array([[s.phases_ns.get(p, 0) for p in names] for s in steps], dtype=np.int64)
+        if len(steps):
+            raise TypeError(f"steps are StepColumns, not {type(steps).__name__}")
+        return cls.empty()
+
+    @classmethod
+    def build(cls, index, start_ns, end_ns, phases: dict | None = None, traced=None) -> "StepColumns":
+        """Columns from per-step sequences: step numbers, start and end (ns), ns by phase name (ALL_PHASES
+        first, then any other name; a phase not given is 0), traced (default none)."""
         i64 = np.int64
-        return cls(np.array([s.index for s in steps], dtype=i64), np.array([s.start_ns for s in steps], dtype=i64),
-                   np.array([s.end_ns for s in steps], dtype=i64), phases.reshape(n, len(names)),
-                   np.array([bool(s.traced) for s in steps], dtype=bool), names)
+        index, start_ns, end_ns = (np.asarray(x, dtype=i64).reshape(-1) for x in (index, start_ns, end_ns))
+        phases = phases or {}
+        names = list(ALL_PHASES) + [p for p in phases if p not in ALL_PHASES]
+        n = len(index)
+        table = np.zeros((n, len(names)), dtype=i64)
+        for p, v in phases.items():
+            table[:, names.index(p)] = np.asarray(v, dtype=i64)
+        traced = np.zeros(n, dtype=bool) if traced is None else np.asarray(traced, dtype=bool)
+        return cls(index, start_ns, end_ns, table, traced, names)
 
     @property
     def duration_ns(self) -> np.ndarray:
@@ -345,20 +338,10 @@ class StepColumns:
     def __len__(self) -> int:
         return len(self.index)
 
-    def __getitem__(self, i):
-        if isinstance(i, slice):
-            return self.take(i)
-        i = range(len(self))[i]   # negative indices, IndexError past the end
-        row = self.phases[i].tolist()
-        return Step(int(self.index[i]), int(self.start_ns[i]), int(self.end_ns[i]), dict(zip(self.names, row)),
-                    bool(self.traced[i]))
-
-    def __iter__(self):
-        idx, a, b, tr = self.index.tolist(), self.start_ns.tolist(), self.end_ns.tolist(), self.traced.tolist()
-        names = self.names
-        for k in range(0, len(idx), 4096):   # a block of rows at a time: no million-row list of lists
-            for j, row in enumerate(self.phases[k:k + 4096].tolist()):
-                yield Step(idx[k + j], a[k + j], b[k + j], dict(zip(names, row)), tr[k + j])
+    def __getitem__(self, i: slice) -> "StepColumns":
+        if not isinstance(i, slice):   # one step is a row of the columns, never an object of its own
+            raise TypeError("StepColumns take a slice (or take() a mask); a step's fields are its row of each column")
+        return self.take(i)
 
     def __repr__(self) -> str:
         return f"StepColumns({len(self)} steps)"

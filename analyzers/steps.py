@@ -7,7 +7,7 @@ forward/backward inside optimizer.step is forward/backward), ties broken by PRIO
 This is the interval arithmetic of the PyTorch TensorBoard plugin's overall parser, with nesting respected.
 
 build_steps returns the steps as columns (step_columns.StepColumns: numpy arrays, a million steps in ~80 MB); the
-statistics below take those or a list of Step.
+statistics below take those.
 """
 from __future__ import annotations
 
@@ -19,7 +19,7 @@ import numpy as np
 # the partition's definitions and its columns (step_columns.py); imported here for the callers of this module
 from .step_columns import (ALL_PHASES, BACKWARD_MARK, CODE, EVAL, EVAL_MIN_FORWARDS, GPU_PREFIX,  # noqa: F401
                            LEADING_SLOW, MIN_UNTRACED, PHASES, PRIORITY, STEP_MARK, TRACE_BEGIN, TRACE_END, Split,
-                           Step, StepColumns, attribute, attribute_columns, build_step_columns, leading_slow,
+                           StepColumns, attribute, attribute_columns, build_step_columns, leading_slow,
                            split_of_records, steady_rows, trace_windows, traced_mask)
 
 
@@ -93,8 +93,8 @@ def clip_eval(a: int, b: int, blocks: list) -> int:
 
 
 def build_steps(records, split=None):
-    """(steps, info): the steps as analyzers.step_columns.StepColumns (index, start, end, ns per phase, traced;
-    it reads as a sequence of Step too) and facts about how they were found. `split`: a step_columns.Split of
+    """(steps, info): the steps as analyzers.step_columns.StepColumns (index, start, end, ns per phase, traced)
+    and facts about how they were found. `split`: a step_columns.Split of
     the records when the caller has it (one pass over a long run's records, not one per analysis)."""
     if not isinstance(split, Split):
         split = split_of_records(records)
@@ -144,7 +144,7 @@ def step_time_stats(steps) -> dict:
             "min": float(d[0]), "max": float(d[-1])}
 
 
-def seconds_per_step(steps: list[Step]) -> float | None:
+def seconds_per_step(steps: StepColumns) -> float | None:
     """Wall time over the steps / their count: what a clock around them reads (a median of bimodal step times
     is not; warm-up and traced steps are already out of `steps`)."""
     if not len(steps):

@@ -70,7 +70,8 @@ def window_throughput(run_dir: Path) -> tuple[float | None, int, int]:
     from haiprof.analyzers import steps as step_analysis
     from haiprof.rundir import RunDir, iter_records
     steps, _ = step_analysis.build_steps(iter_records(RunDir(run_dir).read_phase_records()))
-    window = [(st.end_ns - st.start_ns) / 1e9 for st in steps[SKIP_STEPS:] if not st.traced]
+    rest = steps[SKIP_STEPS:]
+    window = ((rest.end_ns - rest.start_ns)[~rest.traced] / 1e9).tolist()
     if not window or sum(window) <= 0:
         return None, 0, 0
     med = statistics.median(window)

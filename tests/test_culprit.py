@@ -6,7 +6,7 @@ import pytest
 
 from haiprof.analyzers import actions, culprit as C
 from haiprof.analyzers import distributed as D
-from haiprof.analyzers.steps import Step
+from step_rows import step_columns
 
 MS = 1_000_000
 
@@ -18,8 +18,9 @@ def _rank(rank, phases_per_step, numel=1000, cpu_wait=None, host="h"):
         p = {k: int(v * MS) for k, v in ph.items()}
         p.setdefault("other", 0)
         dur = sum(p.values())
-        steps.append(Step(i, t, t + dur, p))
+        steps.append((i, t, t + dur, p))
         t += dur
+    steps = step_columns(steps)
     meta = {"host": host, "local_rank": rank, "exit_code": 0, "end_time": 1.0, "cpu_wait_share": cpu_wait}
     return D.RankInput(rank, meta, steps, len(steps), [numel] * len(steps))
 

@@ -2,7 +2,7 @@
 import pytest
 
 from haiprof.analyzers import distributed as D
-from haiprof.analyzers.steps import Step
+from step_rows import step_columns
 from haiprof.runtime.distributed import launcher_prefix_len
 from haiprof.runtime.worker import parse
 
@@ -15,9 +15,9 @@ def _steps(n, **phase_ms):
         ph = {p: int(v * MS) for p, v in phase_ms.items()}
         dur = sum(ph.values())
         ph.setdefault("other", 0)
-        out.append(Step(i, t, t + dur, ph))
+        out.append((i, t, t + dur, ph))
         t += dur
-    return out
+    return step_columns(out)
 
 
 def _rank(rank, steps, numel=1000, host="h"):

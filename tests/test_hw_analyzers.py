@@ -117,7 +117,8 @@ def test_energy_follows_the_device_partition_on_cuda_runs():
     """A DataLoader wait the GPU computed through is no energy spent waiting: the device's spans are its busy
     time and the host's phases only explain the gaps (the time partition's rule, applied to joules)."""
     from haiprof.analyzers import energy
-    from haiprof.analyzers.steps import ALL_PHASES, Step
+    from haiprof.analyzers.steps import ALL_PHASES
+    from step_rows import step_columns
 
     ms = 1_000_000
     # host: loads the next batch 0-60 ms while the GPU computes the last step 0-80 ms; then dispatches 60-70 ms
@@ -125,7 +126,7 @@ def test_energy_follows_the_device_partition_on_cuda_runs():
                ("gpu:forward", 85 * ms, 100 * ms), ("@step", 100 * ms, 100 * ms)]
     ivs = energy.phase_intervals(records)
     assert ivs[1] is not None                                      # a CUDA run: split by the device partition
-    steps = [Step(index=0, start_ns=0, end_ns=100 * ms)]
+    steps = step_columns([(0, 0, 100 * ms)])
     per = energy.integrate(steps, ivs, [(0, 100 * ms, 100.0)])   # a flat 100 W
     joules = dict(zip(ALL_PHASES, per["phases"][0].tolist()))
     assert joules["dataloader"] == 0.0

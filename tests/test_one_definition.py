@@ -109,3 +109,24 @@ def test_nvml_s_device_wide_peak_is_read_in_one_place():
     head = eff["memory_headroom"]
     assert (head["peak_bytes"], head["capacity_bytes"], head["source"]) == \
         (memory["evidence"]["peak_bytes"], memory["evidence"]["capacity_bytes"], memory["evidence"]["source"])
+
+
+# -- steps are columns, never objects ---------------------------------------------------------------------------
+def test_steps_are_columns_only():
+    """No step object anywhere (the analyzers, the live status line and the page take StepColumns): a step is
+    a row of the columns, asked for by slice or mask."""
+    from haiprof.analyzers import step_columns, steps
+    from haiprof.analyzers.step_columns import StepColumns
+
+    assert not hasattr(step_columns, "Step") and not hasattr(steps, "Step")
+    cols = StepColumns.build([0, 1, 2], [0, 10, 20], [10, 20, 35], {"forward": [4, 5, 6]}, [False, True, False])
+    assert cols[1:].index.tolist() == [1, 2] and cols.phase("forward").tolist() == [4, 5, 6]
+    assert cols.phase("other").tolist() == [0, 0, 0] and cols.duration_ns.tolist() == [10, 10, 15]
+    with pytest.raises(TypeError):
+        cols[0]
+    with pytest.raises(TypeError):
+        list(cols)
+    assert len(StepColumns.of([])) == 0   # RunData without steps
+    progress = ast.parse((REPO / "haiprof" / "runtime" / "progress.py").read_text())
+    imported = {a.name for n in ast.walk(progress) if isinstance(n, ast.ImportFrom) for a in n.names}
+    assert "owned" in imported and "attribute" not in imported   # the status line: the report's columns code

@@ -9,7 +9,8 @@ import pytest
 
 from haiprof.analysis import rank_digest
 from haiprof.analyzers import rank_spread
-from haiprof.analyzers.steps import ALL_PHASES, Step
+from haiprof.analyzers.steps import ALL_PHASES
+from step_rows import step_columns
 
 MS = 1e6
 
@@ -73,7 +74,7 @@ def test_grid_is_ranks_by_buckets_of_ms():
 
 
 def _steps(n):
-    return [Step(i, i * 100, i * 100 + 10 * MS, {"forward": 4 * MS, "allreduce": 6 * MS}) for i in range(n)]
+    return step_columns([(i, i * 100, i * 100 + 10 * MS, {"forward": 4 * MS, "allreduce": 6 * MS}) for i in range(n)])
 
 
 def test_step_table_is_exact_up_to_max_rows_then_bucketed():
@@ -118,6 +119,6 @@ def test_digest_keeps_sync_statistics_bounded():
 
 def test_step_table_splits_device_time_into_busy_and_idle():
     host = _steps(3)
-    device = [Step(1, 0, 10, {"forward": 3 * MS, "idle:inside_spans": 1 * MS, "idle:dataloader": 2 * MS})]
+    device = step_columns([(1, 0, 10, {"forward": 3 * MS, "idle:inside_spans": 1 * MS, "idle:dataloader": 2 * MS})])
     t = rank_digest.step_table(host, device)
     assert list(t["device_busy_ns"]) == [0, 3 * MS, 0] and list(t["device_idle_ns"]) == [0, 3 * MS, 0]

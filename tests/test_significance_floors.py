@@ -58,9 +58,9 @@ def test_recorded_runs_blame_no_checkpoint_on_the_trace_export(gpu_reports, name
 
 def _whole_run(n_steps, step_s, rss):
     """whole_run.analyze over `n_steps` steady steps of `step_s` each, host RSS sampled every 0.5 s by rss(t_s)."""
-    from haiprof.analyzers.step_columns import Step
+    from step_rows import step_columns
     ns = int(step_s * 1e9)
-    steps = [Step(i + 3, i * ns, (i + 1) * ns, {"forward": ns}) for i in range(n_steps)]
+    steps = step_columns([(i + 3, i * ns, (i + 1) * ns, {"forward": ns}) for i in range(n_steps)])
     t = np.arange(0, n_steps * ns, int(0.5e9))
     system = [{"t_ns": int(x), "rss_bytes": int(rss(x / 1e9))} for x in t]
     return [f for f in whole_run.analyze(steps, [], {"system": system})["findings"] if f["kind"] == "memory-creep"]

@@ -10,7 +10,7 @@ import pytest
 
 from conftest import REPO, load_summary, run_haiprof
 from haiprof.analyzers import devices
-from haiprof.analyzers.steps import Step
+from step_rows import step_columns
 from haiprof.render import charts
 
 MS = 10**6
@@ -20,7 +20,7 @@ GPU_RUNS = Path(os.environ.get("HAIPROF_GPU_RUNS", REPO.parent / "shared" / "gpu
 def _steps():
     # origin 0; start-up until 2 s; steps 0..3 of 100 ms, an evaluation gap of 300 ms between steps 1 and 2
     spans = [(0, 2000, 2100), (1, 2100, 2200), (2, 2500, 2600), (3, 2600, 2700)]
-    return [Step(i, a * MS, b * MS) for i, a, b in spans]
+    return step_columns([(i, a * MS, b * MS) for i, a, b in spans])
 
 
 def test_samples_sit_inside_their_step_and_gaps_on_the_boundary():

@@ -15,6 +15,7 @@ from haiprof.analyzers import steps as S
 from haiprof.analyzers import timeline_owner as O
 from haiprof.phasestore import PhaseColumns, encode_chunk, read_columns
 from haiprof.rundir import RunDir
+from step_rows import rows
 
 NAMES = ("dataloader", "h2d", "forward", "backward", "optimizer", "allreduce", "eval")
 
@@ -77,11 +78,8 @@ def _check(records, want, source, block):
         O.BLOCK = saved
     assert info["boundary"] == source
     assert len(steps) == len(want)
-    for i, (st_, (a, b, ph, traced)) in enumerate(zip(steps, want)):
-        assert (st_.index, st_.start_ns, st_.end_ns, st_.traced) == (i, a, b, traced)
-        assert st_.phases_ns == ph
-    cols = C.StepColumns.of(list(steps))
-    assert np.array_equal(cols.phases, steps.phases) and np.array_equal(cols.duration_ns, steps.duration_ns)
+    for i, (got, (a, b, ph, traced)) in enumerate(zip(rows(steps), want)):
+        assert got == (i, a, b, ph, traced)
 
 
 @settings(max_examples=200, deadline=None, suppress_health_check=[HealthCheck.too_slow])
@@ -142,5 +140,5 @@ def test_times_past_float_precision_stay_exact():
             ("@step", t0 + 30, t0 + 30), ("@step", t0 + 40, t0 + 40)]
     steps, _ = S.build_steps(recs)
     want, _ = reference(recs)
-    assert [(s.start_ns, s.end_ns, s.phases_ns, s.traced) for s in steps] == want
-    assert [s.traced for s in steps] == [False, False, True, True]
+    assert [r[1:] for r in rows(steps)] == want
+    assert steps.traced.tolist() == [False, False, True, True]

@@ -3,6 +3,7 @@ import pytest
 
 from haiprof.analyzers import steps as S
 from haiprof.analyzers import verdict
+from step_rows import rows
 
 CASES = [
     # name, intervals, (start, end), expected ns per phase (missing = 0)
@@ -34,8 +35,8 @@ def test_steps_from_optimizer_marks():
             ("optimizer", 90, 95), ("@step", 95, 95), ("forward", 100, 110)]  # trailing eval: no step
     steps, info = S.build_steps(recs)
     assert info["boundary"] == "optimizer.step"
-    assert [(s.start_ns, s.end_ns) for s in steps] == [(0, 50), (50, 95)]
-    assert steps[1].phases_ns["dataloader"] == 20 and steps[1].phases_ns["backward"] == 15
+    assert list(zip(steps.start_ns.tolist(), steps.end_ns.tolist())) == [(0, 50), (50, 95)]
+    assert steps.phase("dataloader")[1] == 20 and steps.phase("backward")[1] == 15
 
 
 def test_backward_fallback_without_optimizer():
@@ -50,7 +51,7 @@ def test_gpu_intervals_replace_host_compute():
             ("gpu:backward", 60, 90), ("@step", 100, 100)]
     steps, info = S.build_steps(recs)
     assert info["timing"] == "cuda-events"
-    p = steps[0].phases_ns
+    p = rows(steps)[0][3]
     assert p["forward"] == 48 and p["backward"] == 30 and p["dataloader"] == 10 and p["other"] == 12
 
 
@@ -75,9 +76,9 @@ def test_traced_steps_join_the_statistics_when_fewer_than_three_others_remain(un
         recs += [("forward", t, t + 90), ("@step", t + 100, t + 100)]
         t += 100
     steps, _ = S.build_steps(recs)
-    S.mark_traced(steps, [(steps[2].start_ns, steps[6].end_ns)])
+    S.mark_traced(steps, [(steps.start_ns[2], steps.end_ns[6])])
     steady = S.steady_steps(steps, 2)
-    assert any(s.traced for s in steady) is expect_traced_in
+    assert bool(steady.traced.any()) is expect_traced_in
     assert len(steady) == (5 + untraced if expect_traced_in else untraced)
 
 
@@ -120,9 +121,9 @@ def test_eval_pass_between_steps_is_cut_out_of_the_step():
     recs += [("dataloader", 140, 150), ("eval", 150, 400), ("dataloader", 400, 410), ("eval", 410, 640)]
     recs += [(n, s + 500, e + 500) for n, s, e in _train_step(140)]
     steps, info = S.build_steps(recs)
-    assert [s.duration_ns for s in steps] == [70, 70, 70]       # the third step is training only
+    assert steps.duration_ns.tolist() == [70, 70, 70]       # the third step is training only
     assert info["eval_s"] * 1e9 == 640 - 140 and info["eval_passes"] == 1
-    assert all(s.phases_ns["forward"] == 20 for s in steps)
+    assert steps.phase("forward").tolist() == [20, 20, 20]
 
 
 def test_a_single_no_grad_forward_inside_a_step_is_training_forward():
@@ -132,7 +133,7 @@ def test_a_single_no_grad_forward_inside_a_step_is_training_forward():
         recs += [("eval", t, t + 20), ("forward", t + 20, t + 40), ("backward", t + 40, t + 80),
                  ("optimizer", t + 80, t + 100), ("@step", t + 100, t + 100)]
     steps, info = S.build_steps(recs)
-    assert info["eval_s"] == 0 and steps[1].phases_ns["forward"] == 40
+    assert info["eval_s"] == 0 and steps.phase("forward")[1] == 40
 
 
 from hypothesis import given, settings, strategies as st
@@ -161,5 +162,5 @@ def test_vectorised_attribution_of_a_plain_loop():
                  ("optimizer", t + 90, t + 100), ("@step", t + 100, t + 100)]
         t += 100
     steps, _ = S.build_steps(recs)
-    assert len(steps) == 200 and steps[5].phases_ns == {"dataloader": 10, "h2d": 0, "forward": 18, "backward": 59,
+    assert len(steps) == 200 and rows(steps)[5][3] == {"dataloader": 10, "h2d": 0, "forward": 18, "backward": 59,
                                                         "optimizer": 10, "allreduce": 0, "other": 3}

@@ -9,7 +9,8 @@ from hypothesis import strategies as st
 
 from haiprof.analyzers import energy
 from haiprof.analyzers import timeline_owner as O
-from haiprof.analyzers.steps import ALL_PHASES, CODE, PHASES, Step, attribute
+from haiprof.analyzers.steps import ALL_PHASES, CODE, PHASES, attribute
+from step_rows import step_columns
 
 intervals = st.lists(st.tuples(st.sampled_from(PHASES), st.integers(0, 80), st.integers(0, 40)), max_size=30) \
     .map(lambda raw: [(p, s, s + d) for p, s, d in raw])
@@ -72,10 +73,10 @@ def test_device_partition_is_the_window_by_window_one(host, gpu, cuts):
 
 def _reference_energy(steps, ivs, segments):
     out = []
-    for stp in steps:
+    for start, end in zip(steps.start_ns.tolist(), steps.end_ns.tolist()):
         phases = dict.fromkeys(ALL_PHASES, 0.0)
         for a, b, watts in segments:
-            a, b = max(a, stp.start_ns), min(b, stp.end_ns)
+            a, b = max(a, start), min(b, end)
             if b > a:
                 for p, ns in attribute(ivs, a, b).items():
                     phases[p] += watts * ns / 1e9
@@ -88,10 +89,11 @@ def _reference_energy(steps, ivs, segments):
        segs=st.lists(st.tuples(st.integers(0, 130), st.integers(1, 60), st.floats(0, 500)), max_size=8))
 def test_energy_per_step_and_phase_is_power_over_the_owner_rule(ivs, cuts, segs):
     segments = [(s, s + d, w) for s, d, w in segs]
-    steps = [Step(i, x, y) for i, (x, y) in enumerate(zip(cuts, cuts[1:]))]
+    steps = step_columns([(i, x, y) for i, (x, y) in enumerate(zip(cuts, cuts[1:]))])
     got = energy.integrate(steps, (_iv(ivs), None), segments)
     assert got["phases"] == pytest.approx(np.array(_reference_energy(steps, ivs, segments)).reshape(-1, 7), abs=1e-9)
-    covered = [sum(max(0, min(b, stp.end_ns) - max(a, stp.start_ns)) for a, b, _ in segments) for stp in steps]
+    covered = [sum(max(0, min(b, e) - max(a, s)) for a, b, _ in segments)
+               for s, e in zip(steps.start_ns.tolist(), steps.end_ns.tolist())]
     assert got["covered_ns"].tolist() == covered
 
 

@@ -16,7 +16,7 @@ def _trace_status(out):
 
 def _traced_indices(out):
     steps, _ = build_steps(iter_records(RunDir(out).read_phase_records()))
-    return [s.index for s in steps if s.traced]
+    return steps.index[steps.traced].tolist()
 
 
 @pytest.mark.slow

@@ -25,14 +25,14 @@ def _why(status: dict, name: str, samples: dict) -> str:
     return "no samples recorded (the run was shorter than one sampling interval)" if not samples.get(name) else ""
 
 
-def timeline_origin(meta: dict, samples: dict, steps: list) -> int | None:
+def timeline_origin(meta: dict, samples: dict, steps) -> int | None:
     """One origin (CLOCK_MONOTONIC ns) for every time series of the report, so they line up with each other and
     with the steps: the run's start, else the earliest sample or step."""
     t = meta.get("start_monotonic_ns")
     if isinstance(t, int) and not isinstance(t, bool):
         return t
     firsts = [s["t_ns"] for recs in samples.values() for s in recs[:1] if isinstance(s, dict) and "t_ns" in s]
-    firsts += [steps[0].start_ns] if steps else []
+    firsts += [int(steps.start_ns[0])] if len(steps) else []
     return min(firsts, default=None)
 
 
@@ -45,7 +45,7 @@ def analyze(records: list, all_steps: list, samples: dict, status: dict, meta: d
                                for n in HW_COLLECTORS}}
     tl: dict = {}
     findings: list = []
-    window = (steady[0].start_ns, steady[-1].end_ns) if steady else None
+    window = (int(steady.start_ns[0]), int(steady.end_ns[-1])) if len(steady) else None
     gpu_sum, tl["gpu"] = devices.gpus(samples.get("gpu", []), origin_ns, window)
     hw["gpu"] = gpu_sum
     link_sum, link_tl = links.analyze(samples.get("infiniband", []), samples.get("nic", []))
@@ -83,7 +83,7 @@ def refine_io(findings: list, records: list, loader_waits, all_steps: list, samp
     if not any(f.get("kind") == "io" for f in findings):
         return findings
     steady = steady_steps(all_steps, T.WARMUP_STEPS)
-    start = steady[0].start_ns if steady else None
+    start = int(steady.start_ns[0]) if len(steady) else None
     cores = meta.get("cpu_affinity") or meta.get("cpu_count") or os.cpu_count() or 1
     loader = loader_evidence(loader_waits, records)
     out = []

@@ -31,7 +31,7 @@ class RunData:
     meta: dict
     summary: dict
     # all the steps (warm-up included): analyzers.step_columns.StepColumns, .arrays() for charts (index,
-    # duration_ns, ns per phase, traced), or a list of Step where a caller built one
+    # duration_ns, ns per phase, traced); an empty list where there are none
     steps: list = field(default_factory=list)
     samples: dict = field(default_factory=dict)        # collector -> list of sample dicts
     status: dict = field(default_factory=dict)         # collector -> {"available", "reason"}

@@ -132,9 +132,8 @@ def section_gpu(d, figs) -> str:
     dev, g = d.summary.get("device"), d.summary.get("gpu")
     if not dev and not g:
         return ""
-    steps = getattr(d, "steps", None)
-    host_steps = (steps.index.tolist() if hasattr(steps, "arrays")   # the step chart's categories
-                  else [st.index for st in steps or []])
+    steps = d.steps
+    host_steps = steps.index.tolist() if len(steps) else []   # the step chart's categories
     device, idle_rows = None, []
     if dev:
         idle = dev.get("idle_by_host") or {}

@@ -15,7 +15,9 @@ import sys
 import threading
 import time
 
-from haiprof.analyzers.steps import ALL_PHASES, attribute
+import numpy as np
+
+from haiprof.analyzers.step_columns import ALL_PHASES, CODE, Intervals, owned
 
 from ..phasestore import ChunkTail
 from ..rundir.vocabulary import BACKWARD_MARK, STEP_MARK
@@ -142,21 +144,24 @@ class PhaseTail:
         self._attribute(sorted(bounds), intervals)
 
     def _attribute(self, bounds: list, intervals: list) -> None:
-        """Add the phases of every step between consecutive known boundaries (one sweep over start times)."""
-        todo = sorted(self._pending + intervals, key=lambda iv: iv[1])
-        active: list = []
-        i = 0
+        """Add the phases of every step between consecutive known boundaries: the report's partition over
+        columns (timeline_owner.owned, the steps of this poll summed as one group)."""
+        todo = self._pending + intervals
+        windows = []
         for b in bounds:
-            while i < len(todo) and todo[i][1] < b:
-                active.append(todo[i])
-                i += 1
             if self._edge is not None and b > self._edge:
-                # The first step seen is skipped: warm-up, as in the report (or cut by the window).
-                active = [iv for iv in active if iv[2] > self._edge]
-                for phase, ns in attribute(active, self._edge, b).items():
-                    self.totals[phase] += ns
+                windows.append((self._edge, b))   # the first step seen is skipped: warm-up, as in the report
             self._edge = b if self._edge is None else max(self._edge, b)
-        self._pending = [iv for iv in active + todo[i:] if self._edge is None or iv[2] > self._edge]
+        if windows:
+            known = [iv for iv in todo if iv[0] in CODE and iv[2] > iv[1]]
+            ivs = Intervals(np.array([CODE[p] for p, _, _ in known], dtype=np.int8),
+                            np.array([s for _, s, _ in known], dtype=np.int64),
+                            np.array([e for _, _, e in known], dtype=np.int64))
+            a, b = (np.array(x, dtype=np.int64) for x in zip(*windows))
+            got = owned(ivs, a, b, np.zeros(len(a), dtype=np.int64), 1)[0].tolist()
+            for phase, ns in zip(ALL_PHASES, got):
+                self.totals[phase] += ns
+        self._pending = [iv for iv in todo if self._edge is None or iv[2] > self._edge]
 
 
 def tqdm_bar_active() -> bool:
