@@ -2,7 +2,8 @@
 
 A reinforcement-learning loop (one small policy forward per environment step) runs matmuls of a few µs of work;
 with several torch threads each parallel region wakes the others (and their spinning competes with the training
-thread for cores), so the same op sometimes takes milliseconds. Two things tell that apart from ops that merely
+thread for cores: worst where the threads outnumber the cores the process may use, or a busy machine leaves it
+fewer), so the same op sometimes takes milliseconds. Two things tell that apart from ops that merely
 vary in size: ops are compared only with ops of the same name and input shapes (each group's median is what the
 op costs; the time above it is waiting), and the matmuls' own work, their FLOPs over this CPU's measured matmul
 peak per thread (analyzers/flops.py, collectors/matmul_peak.py), says whether any op is large enough for a thread
@@ -97,7 +98,8 @@ def analyze(events: list, threads: int | None, peak_flops: float | None, steady_
     line = f"torch.set_num_threads({n}) (or OMP_NUM_THREADS={n} before the script starts)"
     severity = next(s for t, s in SEVERITY if waiting >= t)
     message = (f"tiny ops wait on intra-op threads: ops take {100 * waiting:.0f}% of the traced step beyond the "
-               f"median of ops of the same shape, and the largest matmul is {1e6 * largest_s:.1f} µs of work on "
+               f"median of ops of the same shape (waiting for threads to wake, or for a core the threads compete "
+               f"for), and the largest matmul is {1e6 * largest_s:.1f} µs of work on "
                f"one thread, too little to split across {threads} threads (a wake-up costs ~{1e6 * WAKE_S:.0f} µs); "
                f"{line} is {p['text']}")
     return Finding(kind="threads", severity=severity, share=max(0.0, point), message=message, fixes=[],

@@ -1,7 +1,9 @@
 """analyzers/thread_waits.py: tiny ops that wait on intra-op threads get the torch.set_num_threads advice with a
 predicted gain; ops that merely vary in size, matmuls large enough to pay for the threads, and a run on one
-thread do not. End to end: the bundled RL example of tiny matmuls gets the advice as a finding and an action;
-examples/compute_bound.py and examples/launch_bound.py do not."""
+thread do not. End to end: the bundled RL example of tiny matmuls, with two torch threads on one core, gets the
+advice as a finding and an action; examples/compute_bound.py and examples/launch_bound.py do not."""
+import os
+
 import pytest
 
 from conftest import EXAMPLES, load_summary, run_haiprof
@@ -62,14 +64,22 @@ def test_matmuls_large_enough_to_pay_for_the_threads_or_a_single_thread_get_no_a
     assert thread_waits.analyze(_trace(tiny), threads=2, peak_flops=None, steady_s=0.03) is None   # no peak
 
 
+def _one_core():   # in the child before exec: two torch threads on one core, however busy the machine is
+    os.sched_setaffinity(0, {min(os.sched_getaffinity(0))})
+
+
 @pytest.fixture(scope="module")
 def runs(tmp_path_factory, example_run):
-    """The RL example (default threads) and launch_bound.py, run once; compute_bound.py from the session's runs."""
+    """The RL example with more torch threads (2) than the cores it may use (1): a container's CPU limit below
+    torch's default, or a machine busy with other work, made certain; launch_bound.py, run once; compute_bound.py
+    from the session's runs."""
     parent = tmp_path_factory.mktemp("threads")
     out = {}
-    for name, args in (("rl_tiny_matmuls.py", ["--episodes", "24"]), ("launch_bound.py", [])):
+    for name, args, kw in (("rl_tiny_matmuls.py", ["--episodes", "24"],
+                            {"env": {"OMP_NUM_THREADS": "2"}, "preexec_fn": _one_core}),
+                           ("launch_bound.py", [], {})):
         d = parent / name
-        r = run_haiprof("run", "--out", d, EXAMPLES / name, *args, timeout=300)
+        r = run_haiprof("run", "--out", d, EXAMPLES / name, *args, timeout=300, **kw)
         assert r.returncode == 0, r.stderr
         out[name] = load_summary(d)
     d, r = example_run("compute_bound.py")
@@ -81,7 +91,8 @@ def runs(tmp_path_factory, example_run):
 def test_the_rl_example_is_advised_one_thread_and_the_others_are_not(runs):
     s = runs["rl_tiny_matmuls.py"]
     f = next(f for f in s["findings"] if f["kind"] == "threads")
-    assert f["evidence"]["advised_threads"] == 1 and f["evidence"]["predicted"]["gain_share"] > 0
+    assert f["evidence"]["threads"] == 2 and f["evidence"]["advised_threads"] == 1
+    assert f["evidence"]["predicted"]["gain_share"] > 0
     a = next(a for a in s["next_steps"] if a["kind"] == "threads")
     assert "torch.set_num_threads(1)" in a["title"] and a["fix"] is None and a["predicted"]["text"]
     for name in ("compute_bound.py", "launch_bound.py"):
