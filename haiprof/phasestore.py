@@ -41,7 +41,11 @@ def _shuffle(a: np.ndarray) -> bytes:
 
 
 def _unshuffle(b: bytes, n: int) -> np.ndarray:
-    return np.frombuffer(b, dtype=np.uint8).reshape(8, n).T.copy().view("<i8").reshape(n)
+    planes = np.frombuffer(b, dtype=np.uint8, count=8 * n).reshape(8, n)
+    out = np.empty((n, 8), dtype=np.uint8)
+    for k in range(8):   # a byte plane at a time: a transposed copy (.T.copy()) goes byte by byte, ~2x slower
+        out[:, k] = planes[k]
+    return out.view("<i8").reshape(n)
 
 
 def _plain(rec, strict: bool = False) -> bool:
