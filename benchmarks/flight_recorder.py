@@ -13,8 +13,8 @@ recorder on and off, alternated, medians of the loop time: the ratio is the end-
 hits: `haiprof run examples/slow_moments.py` `--runs` times (a checkpoint every 20 steps, one one-off slow step);
 a run is a hit when its flight-recorder window's slowest recorded step is a stall (3x the median step or more,
 where one was due) and its trace names the checkpoint function. Prints each run and the count.
---clock: the checkpoint on a clock instead (CLOCK_ARGS: every second of time.monotonic(), the batch larger
-from 4.4 s on, so the steps slow down after the fourth checkpoint and the period in steps no longer holds); a hit
+--clock: the checkpoint on a clock instead (CLOCK_ARGS: every second of time.monotonic(), an 8 MB write and a
+150 ms upload, the batch larger from 4.4 s on, so the steps slow down after the fourth checkpoint and the period in steps no longer holds); a hit
 is a window placed by time whose slowest traced step is a stall in save_checkpoint (any of its three recorded
 steps: a clock's due step is an estimate). Each run also says where the step period alone would have put its
 window (the stalls' steps from the run's own slowest steps), and whether that would have caught one.
@@ -31,7 +31,8 @@ import time
 from pathlib import Path
 
 REPO = Path(__file__).resolve().parents[1]
-CLOCK_ARGS = ["--every-s", "1.0", "--slow-after-s", "4.4", "--run-s", "7.5", "--pad-mb", "8", "--hiccup-step", "-1"]
+CLOCK_ARGS = ["--every-s", "1.0", "--slow-after-s", "4.4", "--run-s", "7.5", "--pad-mb", "8", "--upload-ms", "150",
+              "--hiccup-step", "-1"]
 
 
 def _requests(tmp: str, on: bool):
@@ -155,8 +156,8 @@ def hits(runs: int, clock: bool = False) -> int:
             r = subprocess.run([sys.executable, "-m", "haiprof", "run", "--quiet", "--out", str(out),
                                 str(REPO / "examples" / "slow_moments.py"), *(CLOCK_ARGS if clock else [])],
                                capture_output=True, text=True)
-            if r.returncode != 0:
-                print(f"run {i}: failed: {r.stderr.strip()[-300:]}")
+            if r.returncode != 0 or not (out / "summary.json").is_file():
+                print(f"run {i}: failed (exit {r.returncode}): {r.stderr.strip()[-300:]}")
                 continue
             ok, what = (_clock_hit if clock else _hit)(out)
             n += ok

@@ -9,7 +9,8 @@ save_checkpoint.
 
 `--every-s T` checkpoints on a clock instead (every T seconds of time.monotonic(), as a trainer saving every
 half hour does), and `--slow-after-s S` makes each step slower from S seconds on (a larger batch: the step time
-changes mid-run), so the stall's period in steps changes while its period in time holds.
+changes mid-run), so the stall's period in steps changes while its period in time holds; `--upload-ms` makes
+each of those checkpoints wait that long after the write too (an upload to remote storage).
 """
 import argparse
 import os
@@ -45,6 +46,7 @@ def main():
     ap.add_argument("--slow-after-s", type=float, default=0.0, help="from this many seconds on, a larger batch")
     ap.add_argument("--slow-batch-size", type=int, default=112)
     ap.add_argument("--run-s", type=float, default=0.0, help="stop after this many seconds (0: after --steps)")
+    ap.add_argument("--upload-ms", type=float, default=0.0, help="each checkpoint then waits this long (an upload)")
     args = ap.parse_args()
     if args.every_s:
         args.every = 0
@@ -76,6 +78,7 @@ def main():
                 save_checkpoint(model, opt, path, args.pad_mb)
             if args.every_s and time.monotonic() >= due:
                 save_checkpoint(model, opt, path, args.pad_mb)
+                time.sleep(args.upload_ms / 1e3)
                 due += args.every_s
             if step == args.hiccup_step:
                 time.sleep(args.hiccup_ms / 1e3)
