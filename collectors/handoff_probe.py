@@ -12,11 +12,13 @@ never during training: about 0.1 s a 100 MB batch on a quiet machine.
 """
 from __future__ import annotations
 
+import queue
 import statistics
 import time
 
 REPS = 5                  # the median of these, after one warm-up hand-off
 MAX_BYTES = 256 << 20     # a larger batch is probed at this size (rates per byte hold past a few MB)
+TIMEOUT_S = 20.0          # a worker that sends nothing back by then: no probe (the report is not held up)
 
 
 def _worker(requests, replies) -> None:   # the child: a DataLoader worker's collate, one batch per request
@@ -45,7 +47,7 @@ def stages(nbytes: int, reps: int = REPS) -> dict:
     import torch
     import torch.multiprocessing as mp
     ctx = mp.get_context("fork")
-    requests, replies = ctx.SimpleQueue(), ctx.SimpleQueue()
+    requests, replies = ctx.SimpleQueue(), ctx.Queue()   # replies: waited for with a timeout, never forever
     proc = ctx.Process(target=_worker, args=(requests, replies), daemon=True)
     proc.start()
     rows = []
@@ -53,7 +55,7 @@ def stages(nbytes: int, reps: int = REPS) -> dict:
         dst, src = torch.ones(nbytes, dtype=torch.uint8), torch.ones(nbytes, dtype=torch.uint8)
         for i in range(reps + 1):
             requests.put(nbytes)
-            out, write, sent = replies.get()
+            out, write, sent = replies.get(timeout=TIMEOUT_S)
             got = time.perf_counter()
             t0 = time.perf_counter()
             dst.copy_(out)
@@ -81,7 +83,7 @@ def measure(nbytes: float) -> dict | None:
     n = int(max(1 << 20, min(MAX_BYTES, nbytes)))
     try:
         st = stages(n)
-    except (OSError, RuntimeError, EOFError):
+    except (OSError, RuntimeError, EOFError, queue.Empty):
         return None
     main = st["transport"] + st["first_read"] + st["release"]
     return {"bytes": n, "handoff_bytes_per_s": n / main, "memcpy_bytes_per_s": n / st["memcpy"],
