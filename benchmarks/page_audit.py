@@ -66,6 +66,7 @@ EXAMPLES = {
     "input_bound_decode.py": (["--batches", "16"], []),
     "input_bound_storage.py": (["--batches", "20"], []),
     "long_run_shapes.py": ([], []),
+    "rl_tiny_matmuls.py": (["--episodes", "16"], []),
     "ddp_comm_bound.py": (["--steps", "12", "--layers", "2"], ["--nproc-per-node", "2"]),
     "fsdp_comm_bound.py": (["--steps", "12", "--layers", "2"], ["--nproc-per-node", "2"]),
 }
