@@ -63,7 +63,7 @@ def _same_as_the_loop(run: RunDir) -> dict:
     assert io, data.summary["headline"]
     steady = step_analysis.steady_steps(data.steps, T.WARMUP_STEPS)
     thread = io[0]["evidence"]["input_split"]["loader_thread"]
-    assert thread == _loop_busy(records, steady[0].start_ns)
+    assert thread == _loop_busy(records, int(steady.start_ns[0]))
     return thread
 
 
