@@ -379,6 +379,27 @@ def test_the_step_chart_marks_each_traced_stall_and_a_click_opens_its_trace(slow
     page.close()
 
 
+def test_a_long_runs_step_chart_carries_its_flight_marks_for_every_zoom():
+    """A chart of buckets (the page draws them from the embedded detail) still carries the markers: the page adds
+    them to whatever it draws (js/steps.js); marks outside the drawn steps are left out."""
+    import numpy as np
+    from haiprof.render import charts
+    n = 5000
+    cols = {"index": np.arange(n), "duration_ns": np.full(n, 10e6), "phases": {"forward": np.full(n, 10e6)}}
+    flight = charts.flight_marks([{"file": "trace-step1232.json.gz", "anomaly": {"due_step": 1234},
+                                   "explained": {"step": 1233}},
+                                  {"file": "trace-step98.json.gz", "anomaly": {"due_step": 100}},
+                                  {"file": "trace.json.gz"}, {"file": None, "anomaly": {"due_step": 7}},
+                                  {"file": "trace-step9000.json.gz", "anomaly": {"due_step": 9002}}])
+    assert flight == [{"step": 1233, "file": "trace-step1232.json.gz"}, {"step": 100, "file": "trace-step98.json.gz"},
+                      {"step": 9002, "file": "trace-step9000.json.gz"}]
+    fig = charts.step_chart(cols, 0, ["forward"], flight=flight)
+    assert fig["data"] == [] and fig["zoom"]   # buckets: drawn by the page
+    assert fig["flight"]["x"] == [1233, 100] and fig["flight"]["customdata"] == [m["file"] for m in flight[:2]]
+    assert fig["flight"]["yaxis"] == "y2" and fig["layout"]["yaxis2"]["overlaying"] == "y"
+    assert "flight" not in charts.step_chart(cols, 0, ["forward"])
+
+
 @pytest.mark.parametrize("args, says", [
     (["--anomaly-factor", "1"], "--anomaly-factor must be a number above 1"),
     (["--anomaly-windows", "-1"], "--anomaly-windows must be 0 (none) or more"),

@@ -136,7 +136,6 @@
     layout.xaxis = Object.assign({}, base.xaxis, {range: range.slice(), autorange: false});
     layout.annotations = (base.annotations || []).concat(sh.notes);
     if (c.detail && whole) data = rebucket(c, range[0], range[1]);   // the whole run's buckets
-    if (c.detail && c.fig.flight) data.push(c.fig.flight);   // the flight recorder's traced stalls
     if (c.detail && !whole) {
       data = rebucket(c, range[0], range[1]);
       data.push(c.overview);
@@ -147,6 +146,7 @@
       layout.yaxis.title = {text: 'ms (' + c.label + ')'};
       layout.annotations = sh.notes;   // the whole run's clipped-bar labels belong to the whole-run bars
     }
+    if (c.detail && c.fig.flight) data.push(c.fig.flight);   // the flight recorder's traced stalls, at any zoom
     layout.shapes = sh.shapes;
     c.busy = true;
     var draw = c.drawn ? Plotly.react : Plotly.newPlot;   // the first draw is a newPlot
