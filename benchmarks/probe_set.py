@@ -15,6 +15,7 @@ python's byte for byte. A probe's docstring says what it tries (first line) and 
     stdin: TEXT               bytes fed to stdin (\\n escapes); empty stdin otherwise
     no_report: WHY            no run directory is expected (the process is SIGKILLed, os._exit ...)
     expected_diff: WHY        a known difference: printed as "known", not green
+    (an indented line goes on with the key above it)
 
 Exits 1 when any probe differs (a "known" one included), 0 when all are green.
 """
@@ -34,7 +35,7 @@ from pathlib import Path
 
 PROBES = Path(__file__).resolve().parent / "probes"
 FILES = PROBES / "_files"
-TIMEOUT_S = 120
+TIMEOUT_S = 300   # a loaded machine: a run of a few seconds can take minutes
 OWN_PREFIX = b"haiprof: "
 KEYS = ("args", "haiprof-args", "stdin", "module", "no_report", "expected_diff")
 RUN_DIR_ENV = "PROBE_RUN_DIR"   # where haiprof's run directory is (control files); the same path under python
@@ -66,7 +67,12 @@ def _docstring(source: bytes) -> str:
 
 def load_probe(path: Path) -> Probe:
     doc = _docstring(path.read_bytes())
-    lines = doc.splitlines()
+    lines = []
+    for line in doc.splitlines():   # an indented line goes on with the one before it
+        if lines and line[:1] == " " and line.strip():
+            lines[-1] += " " + line.strip()
+        else:
+            lines.append(line)
     probe = Probe(path.stem, path, lines[0] if lines else "")
     for line in lines[1:]:
         key, sep, value = line.partition(":")
@@ -119,7 +125,8 @@ def _files(cwd: Path) -> dict:
 def _env(run_dir: Path) -> dict:
     env = {k: v for k, v in os.environ.items() if not k.startswith("HAIPROF_")}
     repo = str(Path(__file__).resolve().parent.parent)
-    env.update({RUN_DIR_ENV: str(run_dir)}, PYTHONHASHSEED="0", HAIPROF_PROGRESS="0", OMP_NUM_THREADS="1", LC_ALL="C.UTF-8",
+    env.update({RUN_DIR_ENV: str(run_dir)}, PYTHONHASHSEED="0", HAIPROF_PROGRESS="0", OMP_NUM_THREADS="1",
+               LC_ALL="C.UTF-8",
                PYTHONPATH=os.pathsep.join(p for p in (repo, env.get("PYTHONPATH")) if p))
     return env
 
@@ -147,7 +154,10 @@ def _first_diff(a: bytes, b: bytes) -> str:
 
 def compare(py: Result, hp: Result, out_dir: Path | None, quiet: Result | None = None) -> list[str]:
     """The differences between a python run and a haiprof run of the same probe; [] when it behaves alike."""
-    diffs = []
+    diffs = [f"{who} run timed out after {TIMEOUT_S} s" for who, r in (("python", py), ("haiprof", hp))
+             if r.rc == "timeout"]
+    if diffs:   # a killed run says nothing about haiprof's behaviour
+        return diffs
     if py.rc != hp.rc:
         diffs.append(f"rc: python {py.rc}, haiprof {hp.rc}")
     if py.stdout != hp.stdout:
@@ -161,7 +171,9 @@ def compare(py: Result, hp: Result, out_dir: Path | None, quiet: Result | None =
             sorted(k for k in py.files if py.files[k] != hp.files.get(k))
         diffs.append(f"files differ: {names[:5]}")
     if out_dir is not None and not all((out_dir / f).is_file() for f in ("summary.json", "report.html")):
-        diffs.append(f"no summary.json + report.html in the run directory")
+        said = [line for line in hp.stderr.splitlines() if line.startswith(OWN_PREFIX)]
+        diffs.append("no summary.json + report.html in the run directory" +
+                     (f" (haiprof said: {said[-1][:300]!r})" if said else ""))
     if quiet is not None:
         if quiet.rc != py.rc or quiet.stdout != py.stdout:
             diffs.append("--quiet: rc or stdout differ")

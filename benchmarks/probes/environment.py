@@ -22,5 +22,5 @@ os.environ["MY_FLAG"] = "1"
 os.environ.pop("OMP_NUM_THREADS", None)
 for i in range(6):
     step()
-print(subprocess.run([sys.executable, "-c", "import os; print(os.environ.get('MY_FLAG'), 'OMP_NUM_THREADS' in os.environ)"],
-                     capture_output=True, text=True).stdout.strip())
+child = "import os; print(os.environ.get('MY_FLAG'), 'OMP_NUM_THREADS' in os.environ)"
+print(subprocess.run([sys.executable, "-c", child], capture_output=True, text=True).stdout.strip())

@@ -1,4 +1,7 @@
 """faulthandler: its state as python leaves it, enabled by the script, dumping to a file.
+
+expected_diff: the dumped stack shows haiprof's launcher frames below the script's <module> frame (12 File lines,
+    python 1): the script runs inside haiprof's call stack, as with traceback_print_stack
 """
 import torch
 torch.manual_seed(0)

@@ -1,4 +1,8 @@
 """The script installs its own sys.setprofile counting calls of one function of its own.
+
+expected_diff: the script's profile function also sees haiprof's calls on the training thread: the tracing window's
+    torch.profiler `step()` calls count as 4 more calls named step (16, python 12); a profile hook sees every Python
+    call in its thread, and haiprof's hooks run there
 """
 import torch
 torch.manual_seed(0)

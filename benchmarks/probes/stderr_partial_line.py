@@ -1,6 +1,7 @@
 """stderr ends without a newline: haiprof's lines must not be glued to it.
 
-expected_diff: haiprof's verdict line follows the script's unterminated last stderr line on the same line: on a pipe haiprof cannot see what the script wrote to fd 2 (os.write included), so it cannot know a newline is missing
+expected_diff: haiprof's verdict line follows the script's unterminated last stderr line on the same line: on a pipe
+    haiprof cannot see what the script wrote to fd 2 (os.write included), so it cannot know a newline is missing
 """
 import torch
 torch.manual_seed(0)

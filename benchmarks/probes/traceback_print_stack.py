@@ -1,6 +1,7 @@
 """traceback.print_stack() at module level: the frames a script sees under python.
 
-expected_diff: haiprof runs the script in its own process under runpy: print_stack shows haiprof's launcher frames above the script's (python shows none); hiding them would need a frame-rewriting hook
+expected_diff: haiprof runs the script in its own process under runpy: print_stack shows haiprof's launcher frames
+    above the script's (python shows none); hiding them would need a frame-rewriting hook
 """
 import torch
 torch.manual_seed(0)
