@@ -57,10 +57,10 @@ def test_launch_bound_example_is_launch_and_trace_is_valid(tmp_path):
 
 
 @pytest.mark.slow
-def test_compute_bound_example_is_compute(tmp_path):
-    out = tmp_path / "cb"
-    r = run_haiprof("run", "--quiet", "--out", out, EXAMPLES / "compute_bound.py", "--steps", "10",
-                    "--width", "512", "--batch-size", "64")
+def test_compute_bound_example_is_compute(example_run):
+    # conftest.example_run: the session's one run of the example (default tracing window), shared with the
+    # verdict tests; only read here
+    out, r = example_run("compute_bound.py")
     assert r.returncode == 0, r.stderr
     s = load_summary(out)
     assert s["bottleneck"] == "compute", s["headline"]
