@@ -36,6 +36,7 @@ STRETCH = 5          # this many anomalous steps in a row: a slow stretch, trace
 FACTOR = 3.0         # default k: a step over 3x the rolling median is a slow moment
 MIN_PERIOD = 3       # slow every other step is a slow run, not a periodic stall
 SIZE_AGREE = 0.33    # the occurrences a period is learned from take at least a third of the largest one's time
+TIME_SIZE_AGREE = 0.5   # ... half, for a period in time: its wider tolerance lines up a busy machine's slow steps
 RECENT = 3           # the step time now: a median of the last this many ordinary steps (a drift shows at once)
 TIME_TOL = 1.5       # intervals in time agree within this many median steps (a timer's stall starts at the next
                      # step boundary: each start is late by up to a step; wider lets random slow steps line up)
@@ -183,6 +184,6 @@ class AnomalyDetector:
                     continue
                 for c, dc in seen:
                     sizes = (duration_ns, da, db, dc)
-                    if abs(b - p - c) <= tol and min(sizes) >= SIZE_AGREE * max(sizes):
+                    if abs(b - p - c) <= tol and min(sizes) >= TIME_SIZE_AGREE * max(sizes):
                         return (start_ns - c) // 3
         return None
