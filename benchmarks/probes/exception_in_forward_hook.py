@@ -1,4 +1,8 @@
 """A forward hook the script registers raises at step 5.
+
+expected_diff: the traceback's torch frames differ: haiprof's forward-timing hooks on the root module send its call
+    through nn.Module._call_impl's hooked path (`return inner()`, line 1884) where python takes the plain one
+    (`return forward_call(...)`, line 1789): the first difference, after 725 equal bytes
 """
 import torch
 torch.manual_seed(0)
