@@ -1,7 +1,9 @@
 """`haiprof run --fix` end to end on a real training script: fixes take effect (as the script itself observes),
 the loss guard holds, before/after lands in summary.json, the report and `haiprof compare`."""
 import json
+import re
 import shutil
+from pathlib import Path
 
 import pytest
 
@@ -212,19 +214,21 @@ def test_a_baseline_recorded_under_other_conditions_is_not_used_silently(tmp_pat
     assert gain["noise"]["before"] is not None and gain["baseline_age_s"] is not None
 
 
-def test_a_stale_baseline_is_re_measured_right_before(tmp_path):
+def test_a_stale_baseline_is_re_measured_right_before(runs, tmp_path):
     """The latest unfixed run is hours old: the fixed run re-measures a short baseline first, on the machine as
     it is now, and compares with that (said on stderr), not with the old run."""
-    args = ["--steps", "10", "--latency-ms", "1"]
-    runs = tmp_path / "runs"
-    old = runs / "old"
-    assert run_haiprof("run", "--quiet", "--out", old, WORKLOAD, *args).returncode == 0
+    parent = tmp_path / "runs"
+    old = parent / "old"
+    shutil.copytree(runs / "baseline", old)   # the module's unfixed run of the same command, made hours old here
     meta = json.loads((old / "meta.json").read_text())
     meta["start_time"] -= 7200
     meta["end_time"] -= 7200
     (old / "meta.json").write_text(json.dumps(meta))
-    r = run_haiprof("run", "--fix", "fused-optim", "--out", runs / "fixed", WORKLOAD, *args, timeout=400)
+    r = run_haiprof("run", "--fix", "fused-optim", "--out", parent / "fixed", WORKLOAD, *ARGS, timeout=400)
     assert r.returncode == 0, r.stderr
-    assert "120 min old: re-measuring a 20-step baseline first" in r.stderr and "[baseline]" not in r.stdout
-    base = load_summary(runs / "fixed")["comparison"]["baseline_run"]
+    # the age is said in minutes since the copy's end, made 120 min old before the earlier tests of this module ran
+    said = re.search(r"\(([^()]*)\) is (\d+) min old: re-measuring a 20-step baseline first", r.stderr)
+    assert said and Path(said[1]).resolve() == old.resolve() and int(said[2]) >= 120, r.stderr
+    assert "[baseline]" not in r.stdout
+    base = load_summary(parent / "fixed")["comparison"]["baseline_run"]
     assert base != str(old.resolve()) and "-baseline" in base, base
