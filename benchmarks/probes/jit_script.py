@@ -1,4 +1,8 @@
 """A torch.jit.script'ed model trained for a few steps.
+
+expected_diff: a defect, not fixed yet: after step 2 haiprof narrows forward timing to the root modules
+    (collectors/forward_hooks.py, narrow) from the optimizer's post-step hook, and register_forward_pre_hook raises
+    on a ScriptModule ("not supported on ScriptModules"), inside the script's second opt.step(): exit 1
 """
 import torch
 torch.manual_seed(0)
