@@ -27,6 +27,7 @@ class ForwardHooks:
         self._warning_filter = None
         self.roots: weakref.WeakSet = weakref.WeakSet()   # filled by the recorder's pre hook until narrowed
         self.narrowed_to: int | None = None   # number of root modules once narrowed
+        self.kept_global = ""                 # why the global hooks stayed (a root that takes no hooks of its own)
 
     @property
     def is_global(self) -> bool:
@@ -60,12 +61,17 @@ class ForwardHooks:
         roots = list(self.roots)
         if not roots:
             return  # no forward seen yet: keep looking
+        handles = []
+        try:
+            for root in roots:
+                handles.append(root.register_forward_pre_hook(self._pre))
+                handles.append(root.register_forward_hook(self._post, always_call=True))
+        except Exception as e:   # a torch.jit ScriptModule takes no module hooks: its calls stay on the global ones
+            for handle in handles:
+                handle.remove()
+            self.kept_global = f"{type(roots[len(handles) // 2]).__name__}: {e}".splitlines()[0]
+            return
         self.remove_global()
-        ours = set()
-        for root in roots:
-            pre = root.register_forward_pre_hook(self._pre)
-            post = root.register_forward_hook(self._post, always_call=True)
-            self._undo += [pre.remove, post.remove]
-            ours.update((pre.id, post.id))
-        self._undo.append(hide_hooks_from_copies(ours))
+        self._undo += [h.remove for h in handles]
+        self._undo.append(hide_hooks_from_copies({h.id for h in handles}))
         self.narrowed_to = len(roots)

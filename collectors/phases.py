@@ -105,6 +105,11 @@ class PhaseRecorder:
         """The number of root modules the forward hooks were narrowed to (None: still global)."""
         return self._module_hooks.narrowed_to
 
+    @property
+    def kept_global(self) -> str:
+        """Why the forward hooks stayed global past step 2 ("": narrowed, or no forward seen)."""
+        return self._module_hooks.kept_global
+
     # -- hooks ----------------------------------------------------------------------------------------
     def _gpu_begin(self):
         # CUDA events only once the script itself has initialised CUDA: never create a context for it.

@@ -58,7 +58,8 @@ def test_own_lines_must_be_whole_lines():
                              probe_set.Result(0, b"", b"", {"a.txt": b"2"}), None) == ["files differ: ['a.txt']"]
 
 
-@pytest.mark.parametrize("name", ["exit_string", "sigint_ignored", "closerange_reopen"])
+# jit_script: a ScriptModule root took no forward hooks, and narrowing to it raised inside the script's opt.step()
+@pytest.mark.parametrize("name", ["exit_string", "sigint_ignored", "closerange_reopen", "jit_script"])
 def test_representative_probes_are_green(tmp_path, name):
     probe, diffs = probe_set.check(_probe(name), tmp_path)
     assert diffs == []

@@ -1,8 +1,5 @@
 """A torch.jit.script'ed model trained for a few steps.
 
-expected_diff: a defect, not fixed yet: after step 2 haiprof narrows forward timing to the root modules
-    (collectors/forward_hooks.py, narrow) from the optimizer's post-step hook, and register_forward_pre_hook raises
-    on a ScriptModule ("not supported on ScriptModules"), inside the script's second opt.step(): exit 1
 """
 import torch
 torch.manual_seed(0)
@@ -10,13 +7,6 @@ model = torch.nn.Sequential(torch.nn.Linear(8, 16), torch.nn.ReLU(), torch.nn.Li
 opt = torch.optim.SGD(model.parameters(), lr=0.05)
 x, y = torch.randn(32, 8), torch.randn(32, 2)
 
-
-def step():
-    opt.zero_grad()
-    loss = torch.nn.functional.mse_loss(model(x), y)
-    loss.backward()
-    opt.step()
-    return loss.item()
 smodel = torch.jit.script(model)
 for i in range(6):
     opt.zero_grad()

@@ -6,7 +6,8 @@ def verdict_lines(summary: dict, report_path) -> list[str]:
     lines = [f"haiprof: {summary['headline']}"]
     first = (summary.get("next_steps") or [{}])[0]
     if (first.get("predicted") or {}).get("text"):   # the page's "do this next" quotes the same prediction
-        lines.append(f"haiprof:   --fix {first['fix']} {first['predicted']['text']}")
+        what = f"--fix {first['fix']}" if first.get("fix") else first.get("title", first.get("kind", ""))
+        lines.append(f"haiprof:   {what} {first['predicted']['text']}")
     for f in summary.get("findings", [])[:4]:
         if f["kind"] != summary["bottleneck"] and f["severity"] in ("high", "moderate"):
             lines.append(f"haiprof:   also {f['kind']} ({f['severity']}): {f['message']}")

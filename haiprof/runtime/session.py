@@ -94,9 +94,10 @@ def profile_target(run_dir: RunDir, opts: RunOptions, on_exit: Callable, fix_pla
             unwritten.note("phases.bin", appender.failed)
             note_reopened(run_dir, appender, sidecar)
             if hooks_ok:
-                roots = recorder.narrowed_to
-                run_dir.record_status("phases", True, "" if roots is None else
-                                      f"forward timed on {roots} root module(s) after step 2")
+                roots, kept = recorder.narrowed_to, recorder.kept_global
+                run_dir.record_status("phases", True, f"forward timed on {roots} root module(s) after step 2"
+                                      if roots is not None else f"forward timed by global module hooks ({kept})"
+                                      if kept else "")
         starting.callback(data_written)
         starting.callback(unwritten.attempt, "phases.bin", appender.close)
         ddp = DDPCommObserver(appender.append)     # DDP gradient sync, read-only (no comm hook)
