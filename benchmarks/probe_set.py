@@ -2,8 +2,8 @@
 
     python benchmarks/probe_set.py [-j N] [--only NAME[,NAME...]] [--quiet-too]
 
-Each probe runs twice from the same fresh working directory (a copy of the probe and of probes/_files/<probe>/,
-if any): `python PROBE ARGS` and `python -m haiprof run --out OUT [HAIPROF_ARGS] PROBE ARGS`. Compared: the exit
+Each probe runs twice from the same fresh working directory (a copy of the probe, of probes/_common/ (the shared
+model most probes import) and of probes/_files/<probe>/, if any): `python PROBE ARGS` and `python -m haiprof run --out OUT [HAIPROF_ARGS] PROBE ARGS`. Compared: the exit
 status, stdout byte for byte, stderr once haiprof's own lines are taken out (each a whole line starting
 `haiprof: `; python's own stderr has none), the files left in the working directory (names and bytes), and that
 OUT holds summary.json and report.html. `--quiet-too` also runs `haiprof run --quiet`, whose stderr must be
@@ -35,6 +35,7 @@ from pathlib import Path
 
 PROBES = Path(__file__).resolve().parent / "probes"
 FILES = PROBES / "_files"
+COMMON = PROBES / "_common"
 TIMEOUT_S = 300   # a loaded machine: a run of a few seconds can take minutes
 OWN_PREFIX = b"haiprof: "
 KEYS = ("args", "haiprof-args", "stdin", "module", "no_report", "expected_diff")
@@ -107,6 +108,7 @@ def _fresh_cwd(probe: Probe, cwd: Path) -> None:
     shutil.rmtree(cwd, ignore_errors=True)
     cwd.mkdir(parents=True)
     shutil.copy2(probe.path, cwd / probe.path.name)
+    shutil.copytree(COMMON, cwd, dirs_exist_ok=True)   # the shared model most probes import
     extra = FILES / probe.name
     if extra.is_dir():
         shutil.copytree(extra, cwd, dirs_exist_ok=True)

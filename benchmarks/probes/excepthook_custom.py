@@ -1,18 +1,7 @@
 """The script's own sys.excepthook must print the uncaught exception, not python's default.
 """
 import torch
-torch.manual_seed(0)
-model = torch.nn.Sequential(torch.nn.Linear(8, 16), torch.nn.ReLU(), torch.nn.Linear(16, 2))
-opt = torch.optim.SGD(model.parameters(), lr=0.05)
-x, y = torch.randn(32, 8), torch.randn(32, 2)
-
-
-def step():
-    opt.zero_grad()
-    loss = torch.nn.functional.mse_loss(model(x), y)
-    loss.backward()
-    opt.step()
-    return loss.item()
+from tiny_model import model, opt, x, y, step   # noqa: F401  (the probes' shared model, copied beside each)
 import sys
 
 
