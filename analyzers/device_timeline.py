@@ -5,7 +5,7 @@ host time alone misattributes the step. Here every nanosecond of a step *on the 
 one bucket, by the priority the PyTorch TensorBoard plugin uses (kernel > memcpy > memset > runtime > DataLoader >
 CPU exec > other):
   busy[phase]   device work: the CUDA-event span of a host phase (`gpu:<phase>` records; copies are `h2d`,
-                exposed collectives `allreduce`), innermost span first, as steps.attribute does for the host;
+                exposed collectives `allreduce`), innermost span first, as the host partition does;
   idle[cause]   the device ran nothing of ours; the cause is what the host was doing at that instant:
                 `dataloader` (waiting for a batch), `h2d` (a synchronous copy), `forward`/`backward`/`optimizer`
                 (dispatching: launch overhead), `other` (Python between phases, logging, syncs).
@@ -132,7 +132,7 @@ def _never_earlier(ends: np.ndarray, known: np.ndarray) -> np.ndarray:
 
 
 def _clip_eval(a: np.ndarray, b: np.ndarray, blocks: list) -> np.ndarray:
-    """The start of each window once an evaluation block inside it is cut out (steps.clip_eval)."""
+    """The start of each window once an evaluation block inside it is cut out (the evaluation block is no step's time)."""
     a = a.copy()
     for bs, be in blocks:   # the one window with a < be < b
         w = int(np.searchsorted(b, be, side="right"))

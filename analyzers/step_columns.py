@@ -49,33 +49,6 @@ def leading_slow(durations, factor: float = LEADING_SLOW) -> int:
     return int(half.argmin()) if not half.all() else len(half)
 
 
-def attribute(intervals: list, start: int, end: int) -> dict:
-    """Nanoseconds per phase in [start, end): innermost covering interval wins, then PRIORITY; rest 'other'."""
-    out = dict.fromkeys(ALL_PHASES, 0)
-    # (phase, clipped start, clipped end, start): innermost is the latest *start*, not the latest clipped one,
-    # so the owner of an instant does not depend on the window asked about (timeline_owner.py relies on it)
-    clipped = [(p, max(s, start), min(e, end), s) for p, s, e in intervals if e > start and s < end]
-    if not clipped:
-        out["other"] = end - start
-        return out
-    cuts = sorted({start, end, *(iv[1] for iv in clipped), *(iv[2] for iv in clipped)})
-    # Sweep the elementary segments; intervals per step are few, so the linear scan is cheap.
-    clipped.sort(key=lambda iv: iv[1])
-    active: list = []
-    nxt = 0
-    for a, b in zip(cuts, cuts[1:]):
-        while nxt < len(clipped) and clipped[nxt][1] <= a:
-            active.append(clipped[nxt])
-            nxt += 1
-        active = [iv for iv in active if iv[2] > a]
-        if not active:
-            out["other"] += b - a
-            continue
-        best = max(active, key=lambda iv: (iv[3], PRIORITY[iv[0]]))
-        out[best[0]] += b - a
-    return out
-
-
 def trace_windows(marks: list) -> list[tuple[int, float]]:
     """(begin, end) of each tracing window; a window never closed (run killed inside it) runs to the end."""
     begins = sorted(t for name, t in marks if name == TRACE_BEGIN)
@@ -93,7 +66,7 @@ _I64 = (-(2 ** 63), 2 ** 63 - 1)
 
 
 class Split:
-    """split_records as arrays. host/gpu: (phase code, start, end), each interval with end >= start; marks:
+    """The phase records split into arrays. host/gpu: (phase code, start, end), each interval with end >= start; marks:
     name -> sorted times; evals/gpu_evals: (start, end) of the eval forwards sorted; train: sorted starts of the
     training forwards and backwards (eval_blocks)."""
 
@@ -121,7 +94,7 @@ class Split:
 
 def split_columns(names: list, code: np.ndarray, start: np.ndarray, end: np.ndarray, extra=()) -> Split:
     """Split from columns (names[code[i]], start[i], end[i]) and `extra` (name, start, end) tuples; the rules of
-    steps.split_records: eval forwards are training forwards for the partition (eval_blocks cuts the blocks
+    the records split: eval forwards are training forwards for the partition (eval_blocks cuts the blocks
     out), marks are names starting with "@", "gpu:<phase>" is device time."""
     extra = [r for r in extra if _I64[0] <= r[1] <= _I64[1] and _I64[0] <= r[2] <= _I64[1]]
     if extra:
@@ -183,7 +156,8 @@ def split_of_records(records) -> Split:
 
 
 def eval_blocks_columns(evals, gpu_evals, train, bounds) -> list[tuple[int, int]]:
-    """steps.eval_blocks over arrays; only the gaps between boundaries that hold an eval forward are looked at."""
+    """The evaluation blocks between step boundaries (EVAL_MIN_FORWARDS or more eval forwards before the first
+    training forward/backward); only the gaps between boundaries that hold an eval forward are looked at."""
     ev_s, ev_e = evals
     if len(ev_s) < EVAL_MIN_FORWARDS:
         return []
@@ -212,14 +186,14 @@ def eval_blocks_columns(evals, gpu_evals, train, bounds) -> list[tuple[int, int]
 
 
 def attribute_columns(phase, start, end, a, b) -> np.ndarray:
-    """steps.attribute for every window [a[i], b[i]) (ordered, not overlapping): an (n, len(ALL_PHASES)) array of
+    """The partition of every window [a[i], b[i]) (ordered, not overlapping): an (n, len(ALL_PHASES)) array of
     ns, by timeline_owner (each instant's owner found once, vectorised; no sweep per window with nesting)."""
     return owned(Intervals(phase, start, end), a, b)
 
 
 def step_windows(bounds: np.ndarray, first: int, blocks: list) -> tuple[np.ndarray, np.ndarray]:
     """(a, b) of every step: between consecutive boundaries (the first from `first`), an evaluation block inside
-    one cut off its start (steps.clip_eval), empty ones dropped."""
+    one cut off its start (evaluation between steps is no step's time), empty ones dropped."""
     edges = np.concatenate([[first], bounds]).astype(np.int64)
     a, b = edges[:-1].copy(), edges[1:]
     for bs, be in blocks:   # the one window with a < be < b

@@ -11,7 +11,6 @@ statistics below take those.
 """
 from __future__ import annotations
 
-import bisect
 import math
 
 import numpy as np
@@ -19,77 +18,8 @@ import numpy as np
 # the partition's definitions and its columns (step_columns.py); imported here for the callers of this module
 from .step_columns import (ALL_PHASES, BACKWARD_MARK, CODE, EVAL, EVAL_MIN_FORWARDS, GPU_PREFIX,  # noqa: F401
                            LEADING_SLOW, MIN_UNTRACED, PHASES, PRIORITY, STEP_MARK, TRACE_BEGIN, TRACE_END, Split,
-                           StepColumns, attribute, attribute_columns, build_step_columns, leading_slow,
+                           StepColumns, attribute_columns, build_step_columns, leading_slow,
                            split_of_records, steady_rows, trace_windows, traced_mask)
-
-
-def split_records(records) -> tuple[list, list, list]:
-    """(host intervals, gpu intervals, marks) from raw (name, start, end) records."""
-    host, gpu, marks = [], [], []
-    prio = PRIORITY
-    for name, s, e in records:
-        if name in prio:      # most records: one dict lookup
-            if e >= s:
-                host.append((name, s, e))
-            continue
-        if name == EVAL or name == GPU_PREFIX + EVAL:   # eval between steps is cut out of the steps, the rest is
-            name = name[:-len(EVAL)] + "forward"        # training forward (eval_blocks)
-        if name.startswith("@"):
-            marks.append((name, s))
-        elif name.startswith(GPU_PREFIX):
-            phase = name[len(GPU_PREFIX):]
-            if phase in prio and e >= s:
-                gpu.append((phase, s, e))
-        elif name in prio and e >= s:
-            host.append((name, s, e))
-    return host, gpu, marks
-
-
-def step_boundaries(marks: list) -> tuple[list[int], str]:
-    steps = sorted(t for name, t in marks if name == STEP_MARK)
-    if steps:
-        return steps, "optimizer.step"
-    backs = sorted(t for name, t in marks if name == BACKWARD_MARK)
-    if backs:
-        return backs, "backward"
-    return [], "none"
-
-
-def eval_blocks(records, bounds: list) -> list[tuple[int, int]]:
-    """(start, end) of each evaluation pass: EVAL_MIN_FORWARDS or more eval forwards before the first training
-    forward/backward after a step boundary (or before the first step, or after the last one). A block starts at
-    the boundary (at its first eval forward before the first step) and ends with the device work of its last."""
-    records = list(records)
-    evals = sorted((s, e) for n, s, e in records if n == EVAL)
-    if len(evals) < EVAL_MIN_FORWARDS:
-        return []
-    gpu_evals = sorted((s, e) for n, s, e in records if n == GPU_PREFIX + EVAL)
-    gpu_starts = [s for s, _ in gpu_evals]
-    train = sorted(s for n, s, e in records if n in ("forward", "backward"))
-    eval_starts = [s for s, _ in evals]
-    edges = [None, *bounds, None]
-    out = []
-    for a, b in zip(edges, edges[1:]):
-        lo, hi = (a if a is not None else float("-inf")), (b if b is not None else float("inf"))
-        i = bisect.bisect_left(train, lo)
-        first_train = train[i] if i < len(train) and train[i] < hi else hi
-        j, k = bisect.bisect_left(eval_starts, lo), bisect.bisect_right(eval_starts, first_train)
-        inside = [(s, e) for s, e in evals[j:k] if e <= first_train]
-        if len(inside) < EVAL_MIN_FORWARDS:
-            continue
-        start, end = (a if a is not None else inside[0][0]), inside[-1][1]
-        g0, g1 = bisect.bisect_left(gpu_starts, start), bisect.bisect_right(gpu_starts, end)
-        end = max([end] + [e for s, e in gpu_evals[g0:g1]])   # the device finishes later
-        out.append((start, int(min(end, hi))))
-    return out
-
-
-def clip_eval(a: int, b: int, blocks: list) -> int:
-    """The start of the window [a, b) once an evaluation block inside it is cut out."""
-    for bs, be in blocks:
-        if bs < b and a < be < b:
-            a = max(a, be)
-    return a
 
 
 def build_steps(records, split=None):
@@ -99,22 +29,6 @@ def build_steps(records, split=None):
     if not isinstance(split, Split):
         split = split_of_records(records)
     return build_step_columns(split)
-
-
-def attribute_all(intervals: list, windows: list) -> list[dict]:
-    """attribute() for every window [a, b) (ordered, not overlapping); step_columns.attribute_columns does it
-    over arrays (the sweep only for the windows with nesting or intervals over their edges)."""
-    i64 = np.int64
-    out = attribute_columns(np.array([CODE[p] for p, _, _ in intervals], dtype=i64),
-                            np.array([s for _, s, _ in intervals], dtype=i64),
-                            np.array([e for _, _, e in intervals], dtype=i64),
-                            np.array([w[0] for w in windows], dtype=i64), np.array([w[1] for w in windows], dtype=i64))
-    return [dict(zip(ALL_PHASES, row)) for row in out.tolist()]
-
-
-def mark_traced(steps: StepColumns, windows: list) -> None:
-    steps.traced[:] = traced_mask(steps.start_ns, steps.end_ns, windows)
-    steps.derived.clear()
 
 
 def _columns(steps):

@@ -1,7 +1,7 @@
 """Who owns each instant of a timeline, over numpy columns, and how much of it each phase owns in many pieces at
 once: step windows, the gaps in the device's work, power segments.
 
-The owner of an instant is the rule of steps.attribute: the innermost interval covering it (the latest start),
+The owner of an instant is the partition's rule (analyzers/steps.py): the innermost interval covering it (the latest start),
 ties broken by PRIORITY; no interval, "other". It does not depend on the window asked about, so one pass over
 the sorted intervals serves every window: each instant finds the latest-started interval before it, and when
 that one has already ended, climbs `up` pointers (each interval's nearest earlier interval that outlasts it)

@@ -158,7 +158,7 @@ class PhaseRecorder:
             if self.limit_hit_ns is not None and module.training and self._grad_enabled():
                 self._stop_at_limit()
             # A forward under no_grad/inference_mode or in eval() mode is "eval"; the analyzers decide whether it
-            # is evaluation between steps or part of training (a frozen teacher), steps.eval_blocks.
+            # is evaluation between steps or part of training (a frozen teacher), step_columns.eval_blocks_columns.
             self._fwd_phase = "forward" if self._grad_enabled() and module.training else EVAL
             self._fwd_start = self._clock()
             self._fwd_event = self._gpu_begin()

@@ -1,6 +1,6 @@
 """The step partition over numpy columns (analyzers/step_columns.py) against its definition: every step window
-swept on its own with steps.attribute over all the intervals (innermost wins, then priority), the evaluation
-blocks of steps.eval_blocks cut out, over random runs with nesting, intervals across step boundaries, eval
+swept on its own with the reference attribute (tests/partition_reference.py) over all the intervals (innermost wins, then priority), the evaluation
+blocks of its eval_blocks cut out, over random runs with nesting, intervals across step boundaries, eval
 passes, GPU spans, tracing windows and malformed intervals. Also: the columns read from phases.bin equal the
 records, and the report path (RunDir.read_phase_columns) keeps the order and the odd records."""
 import statistics
@@ -11,6 +11,7 @@ from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
 from haiprof.analyzers import step_columns as C
+import partition_reference as R
 from haiprof.analyzers import steps as S
 from haiprof.analyzers import timeline_owner as O
 from haiprof.phasestore import PhaseColumns, encode_chunk, read_columns
@@ -22,9 +23,9 @@ NAMES = ("dataloader", "h2d", "forward", "backward", "optimizer", "allreduce", "
 
 def reference(records):
     """build_steps as defined, one window at a time over every interval (quadratic: small runs only)."""
-    host, gpu, marks = S.split_records(records)
-    bounds, source = S.step_boundaries(marks)
-    blocks = S.eval_blocks(records, bounds)
+    host, gpu, marks = R.split_records(records)
+    bounds, source = R.step_boundaries(marks)
+    blocks = R.eval_blocks(records, bounds)
     if gpu:
         on_gpu = {p for p, _, _ in gpu}
         intervals = [iv for iv in host if iv[0] not in on_gpu] + gpu
@@ -36,9 +37,9 @@ def reference(records):
     edges = [first] + bounds
     out = []
     for a, b in zip(edges, edges[1:]):
-        a = S.clip_eval(a, b, blocks)
+        a = R.clip_eval(a, b, blocks)
         if b > a:
-            out.append((a, b, S.attribute(intervals, a, b)))
+            out.append((a, b, R.attribute(intervals, a, b)))
     windows = S.trace_windows(marks)
     return [(a, b, ph, any(b > wb and a < we for wb, we in windows)) for a, b, ph in out], source
 
@@ -85,9 +86,9 @@ def _check(records, want, source, block):
 @settings(max_examples=200, deadline=None, suppress_health_check=[HealthCheck.too_slow])
 @given(runs())
 def test_eval_blocks_over_arrays(records):
-    _, _, marks = S.split_records(records)
-    bounds, _ = S.step_boundaries(marks)
-    assert C.split_of_records(records).eval_blocks(bounds) == S.eval_blocks(records, bounds)
+    _, _, marks = R.split_records(records)
+    bounds, _ = R.step_boundaries(marks)
+    assert C.split_of_records(records).eval_blocks(bounds) == R.eval_blocks(records, bounds)
 
 
 def test_steady_statistics_over_columns():
@@ -142,3 +143,10 @@ def test_times_past_float_precision_stay_exact():
     want, _ = reference(recs)
     assert [r[1:] for r in rows(steps)] == want
     assert steps.traced.tolist() == [False, False, True, True]
+
+
+def test_the_product_keeps_the_columns_only():
+    """The list-based partition (one window at a time) is the tests' reference, not a second path in the product."""
+    for name in ("split_records", "step_boundaries", "eval_blocks", "clip_eval", "attribute_all", "mark_traced",
+                 "attribute"):
+        assert not hasattr(S, name) and not hasattr(C, name), name

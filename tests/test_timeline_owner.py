@@ -1,4 +1,4 @@
-"""analyzers/timeline_owner.py against the window-by-window definitions it replaces: steps.attribute for every
+"""analyzers/timeline_owner.py against the window-by-window definitions it replaces: the reference attribute (tests/partition_reference.py) for every
 window, the device partition (busy: the device spans' owner; idle: the host's owner in the gaps between device
 spans) and the energy split per step (attribute over each power segment), on random intervals with nesting,
 partial overlaps, ties, zero lengths, windows over interval edges and blocks cut between pieces."""
@@ -9,7 +9,8 @@ from hypothesis import strategies as st
 
 from haiprof.analyzers import energy
 from haiprof.analyzers import timeline_owner as O
-from haiprof.analyzers.steps import ALL_PHASES, CODE, PHASES, attribute
+from haiprof.analyzers.steps import ALL_PHASES, CODE, PHASES
+from partition_reference import attribute
 from step_rows import step_columns
 
 intervals = st.lists(st.tuples(st.sampled_from(PHASES), st.integers(0, 80), st.integers(0, 40)), max_size=30) \
