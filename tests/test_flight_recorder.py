@@ -279,8 +279,10 @@ def slow_runs(tmp_path_factory):
     done = in_parallel(
         lambda: run_haiprof("run", "--quiet", "--out", stalls, EXAMPLES / "slow_moments.py"),
         lambda: run_haiprof("run", "--quiet", "--out", steady, EXAMPLES / "slow_moments.py", "--every", "0",
-                            "--hiccup-step", "-1"),
-        lambda: run_haiprof("run", "--quiet", "--out", clock, EXAMPLES / "slow_moments.py", *CLOCK_ARGS))
+                            "--hiccup-step", "-1"))
+    # the clock case on its own: a period in time is learned from stalls whose starts agree within 1.5 steps,
+    # which two other runs on the same two cores (seen in the suite) can pull apart
+    done.append(run_haiprof("run", "--quiet", "--out", clock, EXAMPLES / "slow_moments.py", *CLOCK_ARGS))
     for r in done:
         assert r.returncode == 0, r.stderr
     return stalls, steady, clock
