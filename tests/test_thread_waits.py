@@ -49,22 +49,12 @@ def test_tiny_matmuls_waiting_on_threads_get_the_advice_with_a_predicted_gain():
     assert p["step_after_s"] == pytest.approx(0.03 * (1 - p["gain_share"])) and p["text"].startswith("predicted:")
 
 
-def test_the_advice_is_held_to_what_the_run_can_resolve_and_the_console_names_it_without_a_fix_id(tmp_path):
-    """Like a fix, a thread advice whose predicted gain is below the run's own step-to-step noise is not made (a
-    6-step launch-bound script was told to use 1 thread for 6% beside fixes left out below its 58% noise); led by
-    the advice, the console line names the advice, not "--fix None"."""
-    from haiprof.analysis import thread_advice
+def test_the_console_names_an_advice_without_a_fix_id():
+    """Led by the threads advice (no fix id), the console line names the advice, not "--fix None"."""
     from haiprof.render.console import verdict_lines
     calls = [("aten::addmm", 20.0, TINY)] * 90 + [("aten::addmm", 100.0, TINY)] * 10 + [("aten::tanh", 5.0, [[1, 128]])] * 100
-    events = _trace(calls)   # 24% of the step waiting
-    summary = {"device": None, "steps_measured": 40, "steps_analyzed": 40,
-               "efficiency": {"peak_flops": PEAK, "windows": [{"file": "trace.json.gz", "flops_per_step": 1e6}]},
-               "step_time_s": {"steady": 0.03, "median": 0.03, "p10": 0.0295, "p90": 0.0305}}
-    quiet = thread_advice.findings(tmp_path, {"torch_threads": 2}, summary, lambda path: events)
-    assert [f["kind"] for f in quiet] == ["threads"]
-    noisy = dict(summary, step_time_s={"steady": 0.03, "median": 0.03, "p10": 0.01, "p90": 0.09})   # 267% / sqrt(40)
-    assert thread_advice.findings(tmp_path, {"torch_threads": 2}, noisy, lambda path: events) == []
-    p = quiet[0]["evidence"]["predicted"]
+    f = thread_waits.analyze(_trace(calls), threads=2, peak_flops=PEAK, steady_s=0.03)
+    p = f["evidence"]["predicted"]
     lines = verdict_lines({"headline": "Launch-bound", "findings": [], "exit_code": 0, "bottleneck": "launch",
                            "next_steps": [{"fix": None, "kind": "threads", "title": "Use 1 torch thread(s)",
                                            "predicted": p}]}, "r.html")

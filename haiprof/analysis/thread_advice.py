@@ -3,7 +3,7 @@ already read for the FLOP count), the torch threads the script left set and the 
 (efficiency.py) in; the advice finding out."""
 from __future__ import annotations
 
-from haiprof.analyzers import thread_waits, whatif
+from haiprof.analyzers import thread_waits
 from haiprof.analyzers import thresholds as T
 
 
@@ -19,7 +19,4 @@ def findings(run_path, meta: dict, summary: dict, read_events) -> list[dict]:
         return []
     steady = (summary.get("step_time_s") or {}).get("steady")
     f = thread_waits.analyze(events, meta.get("torch_threads"), eff["peak_flops"], steady)
-    # held to the fixes' rule: a gain below what the run can resolve is not proposed (fix_choice leaves those out)
-    if not f or f.get("share", 0.0) < max(whatif.MIN_GAIN, whatif.noise_share(summary)):
-        return []
-    return [f]
+    return [f] if f else []
