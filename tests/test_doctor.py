@@ -4,7 +4,7 @@ import pytest
 
 from conftest import run_haiprof
 
-NAMES = ("system", "gpu", "infiniband", "nic", "numa", "membw", "rapl", "storage")
+NAMES = ("system", "gpu", "infiniband", "nic", "numa", "membw", "rapl", "storage", "tcp")
 
 
 @pytest.fixture(scope="module")

@@ -7,7 +7,7 @@ from __future__ import annotations
 
 import os
 
-from haiprof.analyzers import devices, energy, input_split, links, numa
+from haiprof.analyzers import devices, energy, input_split, links, numa, slow_link
 from haiprof.analyzers import thresholds as T
 from haiprof.analyzers.steps import steady_steps
 
@@ -52,6 +52,7 @@ def analyze(records: list, all_steps: list, samples: dict, status: dict, meta: d
     hw["links"] = link_sum
     tl.update(link_tl)
     findings += links.findings(link_sum, T.LINK_BUSY)
+    hw["tcp"] = slow_link.summarize(samples.get("tcp", []), window)   # its host's send queues: a job compares nodes
     cross = numa.cross_node(samples.get("numa", []))
     tl["numa"] = cross.pop("_series", [])
     place = numa.placement(samples.get("numa", []), samples.get("gpu", []))

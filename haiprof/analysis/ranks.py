@@ -25,6 +25,7 @@ from haiprof.analyzers import culprit as C
 from haiprof.analyzers.findings import Finding, checked
 from haiprof.analyzers import distributed as D
 from haiprof.analyzers import rank_spread
+from haiprof.analyzers import slow_link
 from haiprof.analyzers import steps as step_analysis
 from haiprof.analyzers import thresholds as T
 from haiprof.analyzers import verdict
@@ -241,6 +242,14 @@ def analyze_job(run_dir: RunDir) -> RunData:
     if lead:
         bottleneck = C.job_bottleneck(lead)
         headline = C.headline(found, bottleneck, stats["steady"])
+    link = _slow_link(ranks, digests, split, comm, stats["steady"]) if comm else None
+    if link:   # the transfer waits on one node's link: its finding, and the verdict's subject when no rank leads
+        link["leads"] = not lead and bottleneck == "communication"
+        findings.append(_link_finding(link, findings, len(found), stats["steady"]))
+        if link["leads"]:
+            lead = link
+            headline = slow_link.headline(link, verdict.LABEL["communication"], split.get("exposed_share", 0.0),
+                                          stats["steady"])
     if not gathering:
         headline += " (This directory holds this node's ranks only; the merged report is in rank 0's directory.)"
     for nd in ([] if lead else spread.get("nodes", [])[:3]):
@@ -274,8 +283,10 @@ def analyze_job(run_dir: RunDir) -> RunData:
                         "outliers": spread, "nodes": nodes, "culprits": found},
     }
     if lead:   # the rank or node the job's verdict names, with its cause and what fixing it gives back
-        summary["culprit"] = {k: lead[k] for k in ("kind", "subject", "host", "ranks", "cause", "late_ms",
-                                                    "gain_ms", "late_share", "gain_share")}
+        summary["culprit"] = {k: lead.get(k) for k in ("kind", "subject", "host", "ranks", "cause", "late_ms",
+                                                        "gain_ms", "late_share", "gain_share")}
+    if link:
+        summary["distributed"]["slow_link"] = link
     if ref is not None:   # rank 0's (or the first present rank's) own trace window and what its script does
         launch = ref.summary.get("launch")
         if launch and launch.get("trace"):   # the rank's own file, linked from the job's page
@@ -292,6 +303,32 @@ def analyze_job(run_dir: RunDir) -> RunData:
     if ref is None:
         return RunData(run_dir, meta, summary, ranks_grid=grid)
     return RunData(run_dir, meta, summary, ref.steps, ref.samples, ref.status, ref.timelines, ranks_grid=grid)
+
+
+def _slow_link(ranks: list, digests: dict, split: dict, comm: dict, steady_s) -> dict | None:
+    """The node whose link the exposed transfer waits on (analyzers/slow_link.py), from each rank's digest."""
+    per_rank = [{"rank": r.rank, "host": r.meta.get("host"),
+                 "tcp": (digests[r.rank]["summary"].get("hardware") or {}).get("tcp")} for r in ranks]
+    transfer = comm["evidence"]["transfer_share"] * (steady_s or 0.0) * 1e3
+    link = slow_link.find(per_rank, transfer)
+    if link and steady_s:
+        link.update(late_ms=link["gain_ms"], gain_share=link["gain_ms"] / (steady_s * 1e3),
+                    late_share=link["gain_ms"] / (steady_s * 1e3))
+    return link
+
+
+def _link_finding(link: dict, findings: list, order: int, steady_s: float) -> dict:
+    """The slow link in the communication finding's message (the verdict's copy of it, in `findings`) and as the
+    job's own culprit finding (its action: that node's link; first when it leads, culprit_order -1). Compression
+    stays on the communication finding."""
+    comm = next(f for f in findings if f["kind"] == "communication")
+    comm["message"] += f"; the transfer waits on node {link['host']}'s link: {slow_link.evidence_text(link)}"
+    comm["evidence"] = {**comm["evidence"], "slow_link": {k: v for k, v in link.items() if k != "leads"}}
+    link["action"] = slow_link.action(link)
+    return _straggler(comm["severity"], f"the exposed transfer ({link['transfer_ms']:.0f} ms per step) waits on node "
+                                        f"{link['host']}'s network link: {slow_link.evidence_text(link)}",
+                      {**link, "culprit_order": -1 if link["leads"] else order, "steady_step_s": steady_s},
+                      share=link["gain_share"])
 
 
 CAUSE_TEXT = {"dataloader": "waiting for its DataLoader", "compute": "its forward/backward/optimizer",

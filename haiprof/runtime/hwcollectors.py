@@ -13,8 +13,9 @@ def hardware_classes() -> list:
     from haiprof.collectors.numa import NumaSampler
     from haiprof.collectors.rapl import RaplSampler
     from haiprof.collectors.storage import DiskstatsSampler
+    from haiprof.collectors.tcp_queues import TcpQueueSampler
     return [NvmlSampler, InfinibandSampler, NicSampler, NumaSampler, MemBandwidthSampler, RaplSampler,
-            DiskstatsSampler]
+            DiskstatsSampler, TcpQueueSampler]
 
 
 def hardware_collectors(root_pid: int) -> list:
