@@ -142,19 +142,23 @@ def summarize(cols, steps: int | None = None) -> dict | None:
     kernels: dict = {}
     copies: dict = {}
     tc_us = 0.0
+    # (short name, tensor cores) once per distinct kernel name: a step launches the same few kernels over and over,
+    # and reading a templated name (thousands of characters) took ~0.2 ms a kernel
+    read: dict = {}
     dev = _where(cols, DEVICE_CATS)
     for cat, name, dur, corr, nbytes in zip(_column(cols, "cat", dev), _column(cols, "name", dev),
                                             _durations(cols, dev), _column(cols, "correlation", dev),
                                             _column(cols, "bytes", dev)):
         if cat == "kernel":
-            k = kernels.setdefault(short_name(name), {"count": 0, "us": 0.0, "names": {}, "ops": {}, "tc_us": 0.0})
+            short, tensor_cores = read.get(name) or read.setdefault(name, (short_name(name), uses_tensor_cores(name)))
+            k = kernels.setdefault(short, {"count": 0, "us": 0.0, "names": {}, "ops": {}, "tc_us": 0.0})
             k["count"] += 1
             k["us"] += dur
             k["names"][name] = k["names"].get(name, 0.0) + dur
             op = by_corr.get(corr) if corr != -1 else None
             if op is not None:
                 k["ops"][op] = k["ops"].get(op, 0) + 1
-            if uses_tensor_cores(name):
+            if tensor_cores:
                 k["tc_us"] += dur
                 tc_us += dur
         else:

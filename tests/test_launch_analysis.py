@@ -137,3 +137,13 @@ def test_loader_rejects_unreadable_traces(tmp_path, content):
     p.write_bytes(content)
     with pytest.raises(TraceError):
         load_events(p)
+
+
+def test_name_matches_once_per_distinct_name_agree_with_str_match():
+    names = ["ProfilerStep#3", "aten::mm", "ProfilerStep#3", "enumerate(DataLoader)#_SingleProcessDataLoaderIter",
+             "aten::addmm", "aten::add_", None, "ProfilerStep # 12", "xProfilerStep#1"] * 50
+    for pattern in (launch.PROFILER_STEP, launch.DATALOADER, launch.HEAVY_OP):
+        want = pd.Series(names, dtype=object).str.match(pattern).fillna(False).astype(bool).to_numpy()
+        assert (launch._matches(pd.Series(names, dtype=object), pattern) == want).all()
+        assert (launch._matches(np.array(names, dtype=object), pattern) == want).all()
+    assert launch._matches(pd.Series([], dtype=object), launch.HEAVY_OP).tolist() == []

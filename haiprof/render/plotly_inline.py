@@ -6,7 +6,6 @@ from __future__ import annotations
 
 import base64
 import functools
-import gzip
 from pathlib import Path
 
 from markupsafe import Markup
@@ -16,14 +15,15 @@ from .escape import json_for_script, render
 PLOTLY_VERSION = "4.1.1"   # plotly.js-cartesian-dist-min on npm: bar, scatter, heatmap (vendor/README.md)
 HERE = Path(__file__).parent
 BUNDLE = HERE / "vendor" / "plotly-cartesian.min.js"
-
+# The bundle gzipped once, shipped beside it (`gzip.compress(bundle, 9, mtime=0)`, vendor/README.md): compressing
+# 1.5 MB at level 9 took ~0.08 s of every report. tests/test_step_detail.py checks it inflates to the bundle.
+BUNDLE_GZ = BUNDLE.with_name(BUNDLE.name + ".gz")
 
 
 @functools.lru_cache(maxsize=1)
 def plotly_b64() -> str:
-    """The bundle gzipped (mtime 0: the same bytes every time) and base64-encoded; base64 holds no '<', so it
-    cannot end the script element it sits in."""
-    return base64.b64encode(gzip.compress(BUNDLE.read_bytes(), 9, mtime=0)).decode("ascii")
+    """The gzipped bundle base64-encoded; base64 holds no '<', so it cannot end the script element it sits in."""
+    return base64.b64encode(BUNDLE_GZ.read_bytes()).decode("ascii")
 
 
 @functools.lru_cache(maxsize=1)
