@@ -86,4 +86,5 @@ def test_plotly_inlined_is_the_vendored_bundle_and_ships_as_package_data():
     data = tomllib.loads((REPO / "pyproject.toml").read_text())["tool"]["setuptools"]["package-data"]
     here = Path(plotly_inline.__file__).parent
     shipped = {p for sub in ("vendor", "js") for g in data[f"haiprof.render.{sub}"] for p in (here / sub).glob(g)}
-    assert {plotly_inline.BUNDLE, plotly_inline.BUNDLE_GZ, here / "vendor" / "LICENSE", here / "js" / "steps.js", here / "js" / "draw.js"} <= shipped
+    assert {plotly_inline.BUNDLE, plotly_inline.BUNDLE_GZ, here / "vendor" / "LICENSE", here / "js" / "steps.js",
+            here / "js" / "draw.js"} <= shipped
