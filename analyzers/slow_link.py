@@ -16,6 +16,9 @@ The rule (`find`), over nodes (the ranks of one host share its network namespace
     times the number of nodes, under CHANCE);
   - it delivered at most SLOW_RATE_RATIO of the other nodes' median rate while backlogged (or the others never
     had data queued at a sample);
+  - its backlog share exceeds the others' by more than the share of the step the ranks wait for a late rank or
+    node (the caller's `waited`): while they wait, their data sits in their send queues, a backlog that is not
+    their link (with a slow link nobody arrives late: the transfer itself takes long);
   - and the job's exposed transfer is a communication finding (the caller's).
 A link as fast as the others' would take (1 - its rate / theirs) of the exposed transfer off the step; compression
 (fp16 halves the bytes) at most half, so a node that passes the rate test is worth at least what compression is.
@@ -82,16 +85,18 @@ def nodes(per_rank: list) -> dict:
     return out
 
 
-def find(per_rank: list, transfer_ms: float) -> dict | None:
+def find(per_rank: list, transfer_ms: float, waited: float = 0.0) -> dict | None:
     """The node whose link the job's transfer waits on, with its evidence, or None (fewer than two nodes with
-    enough samples, no node that passes the rule). `transfer_ms`: the exposed transfer per step."""
+    enough samples, no node that passes the rule). `transfer_ms`: the exposed transfer per step; `waited`: the
+    share of the step the ranks wait for a late rank or node."""
     by_host = {h: nd for h, nd in nodes(per_rank).items() if nd["tcp"]}
     if len(by_host) < 2 or transfer_ms <= 0:
         return None
     host = max(by_host, key=lambda h: by_host[h]["tcp"]["backlog_share"])
     mine, others = by_host[host]["tcp"], [nd["tcp"] for h, nd in by_host.items() if h != host]
     their_share = statistics.median(o["backlog_share"] for o in others)
-    if mine["backlog_share"] < BACKLOG_RATIO * their_share or not mine["backlogged"]:
+    if mine["backlog_share"] < BACKLOG_RATIO * their_share or not mine["backlogged"] or \
+            mine["backlog_share"] - their_share <= waited:
         return None
     p = len(by_host) * chance(mine["backlogged"], mine["samples"], sum(o["backlogged"] for o in others),
                               sum(o["samples"] for o in others))

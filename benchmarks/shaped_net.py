@@ -194,7 +194,8 @@ def run_job(link: SlowLink, argv: list, haiprof_out: str | None = None, timeout:
     procs = []
     for k, nd in enumerate(link.nodes):
         cmd = [sys.executable, "-m", "torch.distributed.run", "--nnodes", "2", "--node-rank", str(k),
-               "--nproc-per-node", "1", "--master-addr", link.master_addr, "--master-port", str(MASTER_PORT), *map(str, argv)]
+               "--nproc-per-node", "1", "--master-addr", link.master_addr, "--master-port", str(MASTER_PORT),
+               *map(str, argv)]
         if haiprof_out:
             cmd = [sys.executable, "-m", "haiprof", "run", "--quiet", *haiprof_args, "--out",
                    os.path.join(haiprof_out, f"node{k}"), "--", *cmd]
@@ -248,6 +249,20 @@ def _verdict(run: str) -> str:
     return out
 
 
+def _tcp_figures(rank_dir: str) -> str:
+    """A rank's view of its node's TCP send queues (summary.json hardware.tcp, analyzers/slow_link.py)."""
+    try:
+        with open(os.path.join(rank_dir, "summary.json")) as f:
+            t = (json.load(f).get("hardware") or {}).get("tcp") or {}
+    except (OSError, ValueError):
+        return "no summary"
+    if not t.get("samples"):
+        return "no TCP samples"
+    rate = t.get("delivery_bytes_per_s")
+    return (f"send queues backlogged in {100 * t['backlog_share']:.0f}% of {t['samples']} samples, mean "
+            f"{t['queued_bytes_mean'] / 1e3:.0f} KB, {rate / 1e6 if rate else 0:.1f} MB/s while backlogged")
+
+
 def _slow_link_cases(args) -> int:
     """ms/step of examples/ddp_comm_bound.py across two nodes, and with --with-haiprof what haiprof says."""
     example = os.path.join(os.path.dirname(os.path.dirname(os.path.abspath(__file__))), "examples", EXAMPLES["ddp"])
@@ -264,6 +279,8 @@ def _slow_link_cases(args) -> int:
                     with open(os.path.join(out, "node0", "summary.json")) as f:
                         s = json.load(f)
                     said = f"; haiprof: {s['headline']} First action: {(s.get('next_steps') or [{}])[0].get('title')}"
+                    said += "".join(f"\n{'':<27}rank {k}: {_tcp_figures(os.path.join(out, 'node0', f'rank-{k}'))}"
+                                    for k in (0, 1))
                 except (OSError, ValueError):
                     said = "; haiprof: no summary"
             print(f"{label:<26} {lines[-1] if lines else [r.returncode for r in rs]}{said}")

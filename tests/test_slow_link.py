@@ -116,7 +116,8 @@ def test_no_single_node_when_the_links_are_alike_or_the_evidence_is_thin():
 @pytest.fixture(scope="module")
 def synthetic(tmp_path_factory):
     """Synthetic 32-rank jobs (4 nodes of 8, benchmarks/job_scale.py), communication-bound, with each rank's
-    host's TCP figures written into its digest: node002's link slow; every link alike."""
+    host's TCP figures written into its digest: node002's link slow; every link alike. And a 16-rank job (2 nodes)
+    whose rank 9 is late (its input: 60 ms per step) while node000's data waits in its send queues."""
     if str(REPO) not in sys.path:
         sys.path.insert(0, str(REPO))
     from benchmarks import job_scale
@@ -124,21 +125,24 @@ def synthetic(tmp_path_factory):
     from haiprof.rundir import RunDir
     fast = L.summarize(_samples(n=100, backlogged=10, queued=100_000, tx_rate=6 * MB))
     slow = L.summarize(_samples(n=100, backlogged=80, queued=900_000, tx_rate=6 * MB))
+    # two nodes, rank 9 (node001) late by 60 ms of a ~80 ms step: node000's data waits in its queues
+    waiting = L.summarize(_samples(n=100, backlogged=60, queued=900_000, tx_rate=6 * MB))
     out = {}
-    for name, slow_host in (("slow", "node002"), ("alike", None)):
-        job = job_scale.build_job(tmp_path_factory.mktemp(name) / "job", 32)
+    for name, world, figures, late in (("slow", 32, {"node002": slow}, None), ("alike", 32, {}, None),
+                                       ("late", 16, {"node000": waiting}, 9)):
+        job = job_scale.build_job(tmp_path_factory.mktemp(name) / "job", world, slow_rank=late)
         for d in sorted(job.glob("rank-*")):
             p = d / "summary.json"
             s = json.loads(p.read_text())
             host = json.loads((d / "meta.json").read_text())["host"]
-            s.setdefault("hardware", {})["tcp"] = slow if host == slow_host else fast
+            s.setdefault("hardware", {})["tcp"] = figures.get(host, fast)
             p.write_text(json.dumps(s))
         out[name] = analyze_job(RunDir(job))
     return out
 
 
 def test_synthetic_job_names_the_slow_node_link_first(synthetic):
-    from haiprof.analyzers.page_invariants import check
+    from haiprof.analyzers.page_invariants import check, page_text
     from haiprof.render import html
     data = synthetic["slow"]
     s = data.summary
@@ -152,7 +156,10 @@ def test_synthetic_job_names_the_slow_node_link_first(synthetic):
     comm = next(f for f in s["findings"] if f["kind"] == "communication")
     assert comm["fixes"][0] == "compress" and "node node002's link" in comm["message"]
     assert any(a["fix"] == "compress" for a in s["next_steps"][1:])
-    assert check(s, data.meta, html.render(data)) == []
+    page = html.render(data)
+    assert check(s, data.meta, page) == []
+    # the Ranks panel says it too
+    assert "The transfer waits on node node002's link: 80% of samples" in page_text(page)
 
 
 def test_synthetic_job_with_alike_links_names_no_link(synthetic):
@@ -200,3 +207,17 @@ def test_real_job_names_the_rank_behind_the_slow_link(testbed_job):
     assert first["title"].startswith(f"Check node {hosts[1]}'s network link / NIC"), first
     comm = next(f for f in s["findings"] if f["kind"] == "communication")
     assert comm["fixes"][:1] == ["compress"] and f"node {hosts[1]}'s link" in comm["message"]
+
+
+def test_a_late_node_is_named_not_the_backlog_it_leaves_on_others(synthetic):
+    """While the others wait for a late rank their data sits in their send queues: that backlog is no link's."""
+    s = synthetic["late"].summary
+    assert s["culprit"]["subject"] == "rank 9" and s["culprit"]["cause"] == "input"
+    waited = s["distributed"]["culprits"][0]["late_share"]
+    assert 0.6 - 0.1 < waited    # node000's excess backlog is what waiting for rank 9 explains
+    assert "slow_link" not in s["distributed"] and "network link" not in s["headline"]
+    # the same backlog with nobody late would be a link (the rule's other conditions hold)
+    fast = L.summarize(_samples(n=100, backlogged=10, queued=100_000, tx_rate=6 * MB))
+    waiting = L.summarize(_samples(n=100, backlogged=60, queued=900_000, tx_rate=6 * MB))
+    per_rank = _per_rank({"node000": waiting, "node001": fast}, ranks_per_host=8)
+    assert L.find(per_rank, 10.0)["host"] == "node000" and L.find(per_rank, 10.0, waited) is None

@@ -242,7 +242,9 @@ def analyze_job(run_dir: RunDir) -> RunData:
     if lead:
         bottleneck = C.job_bottleneck(lead)
         headline = C.headline(found, bottleneck, stats["steady"])
-    link = _slow_link(ranks, digests, split, comm, stats["steady"]) if comm else None
+    # a late rank leaves its peers' data waiting in their send queues, at most the share of the step they wait
+    waited = max((c["late_share"] for c in found), default=0.0)
+    link = _slow_link(ranks, digests, split, comm, stats["steady"], waited) if comm else None
     if link:   # the transfer waits on one node's link: its finding, and the verdict's subject when no rank leads
         link["leads"] = not lead and bottleneck == "communication"
         findings.append(_link_finding(link, findings, len(found), stats["steady"]))
@@ -305,12 +307,13 @@ def analyze_job(run_dir: RunDir) -> RunData:
     return RunData(run_dir, meta, summary, ref.steps, ref.samples, ref.status, ref.timelines, ranks_grid=grid)
 
 
-def _slow_link(ranks: list, digests: dict, split: dict, comm: dict, steady_s) -> dict | None:
-    """The node whose link the exposed transfer waits on (analyzers/slow_link.py), from each rank's digest."""
+def _slow_link(ranks: list, digests: dict, split: dict, comm: dict, steady_s, waited: float) -> dict | None:
+    """The node whose link the exposed transfer waits on (analyzers/slow_link.py), from each rank's digest;
+    `waited`: the share of the step the ranks wait for the slowest culprit (the backlog waiting explains)."""
     per_rank = [{"rank": r.rank, "host": r.meta.get("host"),
                  "tcp": (digests[r.rank]["summary"].get("hardware") or {}).get("tcp")} for r in ranks]
     transfer = comm["evidence"]["transfer_share"] * (steady_s or 0.0) * 1e3
-    link = slow_link.find(per_rank, transfer)
+    link = slow_link.find(per_rank, transfer, waited)
     if link and steady_s:
         link.update(late_ms=link["gain_ms"], gain_share=link["gain_ms"] / (steady_s * 1e3),
                     late_share=link["gain_ms"] / (steady_s * 1e3))

@@ -141,6 +141,12 @@ def _paragraphs(dist: dict) -> list[tuple[str, str]]:
     culprits = dist.get("culprits") or []   # analyzers/culprit.py: who the others wait for, slowest first
     out += [("warn", f"The other ranks wait for {c['subject']}: {c['late_ms']:.0f} ms per step "
                      f"({100 * c['late_share']:.0f}% of the step), cause: {c['cause']}") for c in culprits]
+    lk = dist.get("slow_link")   # analyzers/slow_link.py: the node whose link the transfer waits on
+    if lk:
+        out.append(("warn", f"The transfer waits on node {lk['host']}'s link: {lk['backlog_share'] * 100:.0f}% of "
+                            f"samples with data queued to send (the other nodes "
+                            f"{lk['others_backlog_share'] * 100:.0f}%), {lk['delivery_bytes_per_s'] / 1e6:.1f} MB/s "
+                            f"while it had data to send."))
     named = {k for c in culprits for k in c["ranks"]}
     out += [("warn", f"Straggler: rank {s['rank']} ({s['host']}): {s['reason']}") for s in dist.get("stragglers", [])
             if s["rank"] not in named]
