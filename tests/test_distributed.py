@@ -76,6 +76,8 @@ def test_shaped_loopback_is_communication_bound(tmp_path):
     assert ev["exposed_comm_share"] >= 0.2 and ev["transfer_share"] >= 0.2
     assert 0 < ev["exposed_fraction_of_comm"] <= 1
     assert "exposed communication" in s["headline"]
+    # both ranks behind the one shaped link: no single node's link is named (analyzers/slow_link.py)
+    assert "slow_link" not in _dist(s) and "network link" not in s["headline"]
     _assert_report(out)
 
 

@@ -61,8 +61,39 @@ def test_collector_reads_send_queues_interfaces_and_retransmits(tmp_path):
                    "rx_bytes": 1000, "retrans_segs": 42}
     ok, why = tcp_queues.TcpQueueSampler.available(str(tmp_path / "none"))
     assert not ok and "net/tcp" in why
-    # this machine's own procfs: readable, the same keys
-    assert set(tcp_queues.TcpQueueSampler().sample()) >= {"send_queued_bytes", "sockets"}
+
+
+def test_collector_samples_a_real_send_queue_in_distributed_ranks_only(monkeypatch):
+    import socket
+    monkeypatch.delenv("WORLD_SIZE", raising=False)
+    ok, why = tcp_queues.TcpQueueSampler.available()
+    assert not ok and "distributed" in why      # a single process pays nothing for it
+    monkeypatch.setenv("WORLD_SIZE", "2")
+    monkeypatch.setenv("LOCAL_RANK", "1")
+    ok, why = tcp_queues.TcpQueueSampler.available()
+    assert not ok and "first rank" in why       # its node's local rank 0 reads the same counters
+    monkeypatch.setenv("LOCAL_RANK", "0")
+    assert tcp_queues.TcpQueueSampler.available() == (True, "")
+    sampler = tcp_queues.TcpQueueSampler()
+    with socket.socket() as srv:
+        srv.bind(("127.0.0.1", 0))
+        srv.listen()
+        with socket.create_connection(srv.getsockname()) as c:
+            peer, _ = srv.accept()
+            with peer:
+                before = sampler.sample()
+                c.setblocking(False)
+                sent = 0
+                try:   # the peer never reads: what its receive buffer cannot take stays in our send queue
+                    while True:
+                        sent += c.send(b"x" * 65536)
+                except BlockingIOError:
+                    pass
+                after = sampler.sample()
+                procfs = tcp_queues.send_queues()
+    assert after["sockets"] >= 2 and after["sockets_queued"] >= before["sockets_queued"] + 1
+    assert after["send_queued_bytes"] - before["send_queued_bytes"] > sent / 2
+    assert procfs[0] - before["send_queued_bytes"] > sent / 2   # netlink and procfs read the same queue
 
 
 def test_summary_is_the_backlog_share_and_the_rate_while_backlogged():
