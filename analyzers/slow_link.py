@@ -34,6 +34,7 @@ BACKLOG_RATIO = 2.0      # backlogged at least twice as often as the other nodes
 SLOW_RATE_RATIO = 0.5    # delivering at most half the others' rate: its fix is worth at least fp16 compression
 CHANCE = 0.05            # how likely sampling noise alone gives a node this many backlogged samples
 MIN_SAMPLES = 8          # per node: fewer cannot tell a backlog share from noise
+EXACT_UP_TO = 2000       # samples in all up to which chance() sums the hypergeometric tail exactly
 
 
 def _window(samples: list, window) -> list:
@@ -68,6 +69,11 @@ def chance(k: int, n: int, k_others: int, n_others: int) -> float:
     total, hits = n + n_others, k + k_others
     if n <= 0 or total <= 0:
         return 1.0
+    if total > EXACT_UP_TO:   # many nodes and samples: the normal approximation (exact sums of big binomials cost)
+        q = hits / total
+        var = n * q * (1 - q) * (total - n) / max(total - 1, 1)
+        mean = n * q
+        return 1.0 if var <= 0 else min(1.0, 0.5 * math.erfc((k - 0.5 - mean) / math.sqrt(2 * var)))
     denom = math.comb(total, n)
     return min(1.0, sum(math.comb(hits, i) * math.comb(total - hits, n - i)
                         for i in range(k, min(n, hits) + 1)) / denom)
@@ -126,13 +132,14 @@ def _mb(x) -> str:
 def evidence_text(lk: dict) -> str:
     """Why this node's link: its queues and its delivery rate against the other nodes', in numbers."""
     ranks = ", ".join(map(str, lk["ranks"]))
-    theirs = (f"{_mb(lk['others_delivery_bytes_per_s'])} on the other nodes" if lk["others_delivery_bytes_per_s"]
-              else "the other nodes never had data queued at a sample")
+    others = "the other node" if lk["nodes_compared"] == 2 else f"the {lk['nodes_compared'] - 1} other nodes"
+    theirs = (f"{_mb(lk['others_delivery_bytes_per_s'])} on {others}" if lk["others_delivery_bytes_per_s"]
+              else f"{others} never had data queued at a sample")
     retrans = f"; {lk['retrans_per_s']:.0f} TCP retransmits/s" if lk.get("retrans_per_s") else ""
     return (f"node {lk['host']} (rank {ranks}) had data waiting in its TCP send queues in "
             f"{100 * lk['backlog_share']:.0f}% of samples (mean {lk['queued_bytes_mean'] / 1e3:.0f} KB) against "
-            f"{100 * lk['others_backlog_share']:.0f}% ({lk['others_queued_bytes_mean'] / 1e3:.0f} KB) on the "
-            f"{lk['nodes_compared'] - 1} other node(s), and sent {_mb(lk['delivery_bytes_per_s'])} while it had "
+            f"{100 * lk['others_backlog_share']:.0f}% ({lk['others_queued_bytes_mean'] / 1e3:.0f} KB) on "
+            f"{others}, and sent {_mb(lk['delivery_bytes_per_s'])} while it had "
             f"data to send against {theirs}{retrans}")
 
 

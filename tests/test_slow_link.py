@@ -139,6 +139,19 @@ def test_no_single_node_when_the_links_are_alike_or_the_evidence_is_thin():
                             "b": L.summarize(_samples(n=10, backlogged=3, tx_rate=1 * MB))}), 100.0)
     assert few is None
     assert L.chance(3, 10, 1, 10) > L.CHANCE and L.chance(38, 42, 12, 42) < 1e-6
+    # many nodes and samples: the normal approximation agrees with the exact tail near the 5% line (far in the
+    # tail it is off by a factor, on the same side of the line)
+    for args in ((25, 100, 150, 1500), (15, 100, 150, 1500), (12, 100, 150, 1500)):
+        exact = L.chance(*args)
+        L.EXACT_UP_TO, saved = 0, L.EXACT_UP_TO
+        try:
+            approx = L.chance(*args)
+        finally:
+            L.EXACT_UP_TO = saved
+        if exact > 0.01:
+            assert approx == pytest.approx(exact, rel=0.2), args
+        else:
+            assert approx < L.CHANCE and exact < L.CHANCE, args
     # no exposed transfer: nothing waits on any link
     slow = L.summarize(_samples(n=60, backlogged=48, queued=900_000, tx_rate=6 * MB))
     assert L.find(_per_rank({"a": fast, "b": slow}), 0.0) is None
