@@ -131,12 +131,13 @@ def _mb(x) -> str:
 
 def evidence_text(lk: dict) -> str:
     """Why this node's link: its queues and its delivery rate against the other nodes', in numbers."""
-    ranks = ", ".join(map(str, lk["ranks"]))
+    from .culprit import rank_span
+    ranks = ("rank " if len(lk["ranks"]) == 1 else "ranks ") + rank_span(lk["ranks"])
     others = "the other node" if lk["nodes_compared"] == 2 else f"the {lk['nodes_compared'] - 1} other nodes"
     theirs = (f"{_mb(lk['others_delivery_bytes_per_s'])} on {others}" if lk["others_delivery_bytes_per_s"]
               else f"{others} never had data queued at a sample")
     retrans = f"; {lk['retrans_per_s']:.0f} TCP retransmits/s" if lk.get("retrans_per_s") else ""
-    return (f"node {lk['host']} (rank {ranks}) had data waiting in its TCP send queues in "
+    return (f"node {lk['host']} ({ranks}) had data waiting in its TCP send queues in "
             f"{100 * lk['backlog_share']:.0f}% of samples (mean {lk['queued_bytes_mean'] / 1e3:.0f} KB) against "
             f"{100 * lk['others_backlog_share']:.0f}% ({lk['others_queued_bytes_mean'] / 1e3:.0f} KB) on "
             f"{others}, and sent {_mb(lk['delivery_bytes_per_s'])} while it had "

@@ -119,7 +119,7 @@ def test_one_slow_node_link_among_many_is_named():
     assert lk["others_delivery_bytes_per_s"] == pytest.approx(60 * MB, rel=0.01)
     assert lk["gain_ms"] == pytest.approx(100 * (1 - 7.5 / 60), rel=0.01)   # a link as fast as the others'
     text = L.evidence_text(lk)
-    assert "node node011 (rank 88, 89" in text and "80% of samples" in text and "7.5 MB/s" in text, text
+    assert "node node011 (ranks 88-95)" in text and "80% of samples" in text and "7.5 MB/s" in text, text
     assert "Check node node011's network link" in L.action(lk)["title"]
 
 
