@@ -116,6 +116,14 @@ SUBNET = "10.77.0.{}"      # private addresses, seen only inside the testbed's o
 MASTER_PORT = 29500         # fresh namespaces: nothing else listens there
 
 
+def slow_link_available() -> tuple[bool, str]:
+    """available(), and `unshare` (util-linux) for each node's own host name."""
+    ok, why = available()
+    if ok and shutil.which("unshare") is None:
+        return False, "`unshare` (util-linux) is not installed"
+    return ok, why
+
+
 @dataclass
 class Node:
     """One "node" of the slow-link testbed: its namespace, host name, veth interface and address."""
@@ -157,7 +165,7 @@ def slow_link(rate: str | None = "100mbit", slow_node: int | tuple = 1, burst: s
     """Two namespaces joined by a veth pair, node `slow_node`'s egress shaped to `rate` (a tuple: each of those
     nodes', (0, 1) both ends alike; rate None: both unshaped); deleted on exit. The veth's MTU is 1500, so a 64 KB
     bucket is ~40 packets deep."""
-    ok, why = available()
+    ok, why = slow_link_available()
     if not ok:
         raise RuntimeError(f"shaped network unavailable: {why}")
     tag = f"{os.getpid() % 100000}{uuid.uuid4().hex[:4]}"
@@ -298,7 +306,7 @@ def main(argv=None) -> int:
     ap.add_argument("--slow-link", action="store_true",
                     help="two nodes joined by a veth pair: unshaped, node 1's uplink shaped, both shaped (DDP only)")
     args = ap.parse_args(argv)
-    ok, why = available()
+    ok, why = slow_link_available() if args.slow_link else available()
     if not ok:
         print(f"shaped network unavailable: {why}")
         return 1

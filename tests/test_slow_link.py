@@ -221,7 +221,7 @@ def testbed_job(tmp_path_factory):
     if str(REPO) not in sys.path:
         sys.path.insert(0, str(REPO))
     from benchmarks import shaped_net
-    ok, why = shaped_net.available()
+    ok, why = shaped_net.slow_link_available()
     if not ok:
         pytest.skip(f"shaped network testbed unavailable: {why}")
     out = tmp_path_factory.mktemp("slowlink")
