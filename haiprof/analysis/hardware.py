@@ -52,7 +52,8 @@ def analyze(records: list, all_steps: list, samples: dict, status: dict, meta: d
     hw["links"] = link_sum
     tl.update(link_tl)
     findings += links.findings(link_sum, T.LINK_BUSY)
-    hw["tcp"] = slow_link.summarize(samples.get("tcp", []), window)   # its host's send queues: a job compares nodes
+    if samples.get("tcp"):   # its host's send queues (a distributed job's local rank 0): a job compares nodes
+        hw["tcp"] = slow_link.summarize(samples["tcp"], window)
     cross = numa.cross_node(samples.get("numa", []))
     tl["numa"] = cross.pop("_series", [])
     place = numa.placement(samples.get("numa", []), samples.get("gpu", []))
