@@ -19,7 +19,6 @@ import re
 import statistics
 
 import numpy as np
-import orjson
 
 from haiprof.analyzers import stall_trace
 from haiprof.analyzers.findings import edited
@@ -102,12 +101,8 @@ def load_trace(path):
     """A trace file parsed as JSON (None when it cannot be read whole: missing, cut short, not JSON)."""
     try:
         opener = gzip.open if path.suffix == ".gz" else open
-        with opener(path, "rb") as f:
-            raw = f.read()
-        try:
-            return orjson.loads(raw)   # ~3x json's speed: the trace is most of a report's parsing
-        except orjson.JSONDecodeError:   # what orjson refuses and json reads (NaN, ints past 64 bits): as before
-            return json.loads(raw.decode("utf-8"))
+        with opener(path, "rt", encoding="utf-8") as f:
+            return json.load(f)
     except (OSError, ValueError, EOFError):
         return None
 
