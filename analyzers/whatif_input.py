@@ -1,0 +1,142 @@
+"""The prefetch what-if (analyzers/whatif.py's predictor for `prefetch`): workers hide the loading, but the step
+stays at least what the workers produce (time per fetch over the workers the fix starts) and what the main process
+still does with each batch (the hand-off from a worker, measured by the run's probe or assumed in copies at the
+traced copy rate, then the copy to the device); its range may end slower than now. An existing worker pool is left
+alone: only the copy to the device is hidden. Pure: a summary in, a prediction out."""
+from __future__ import annotations
+
+from . import thresholds as T
+from .whatif_common import _device, _finding, _out, _share, step_s
+
+# The training process's side of a worker's hand-off of each batch (receive it from the worker's new shared
+# memory: a minor fault per page; copy it into pinned memory; free the mapping), in plain copies of the batch's
+# bytes: measured 1.6-4.4x, median 2.7x, for 16-128 MB batches (benchmarks/handoff.py, two runs on a 2-core machine,
+# one quiet, one loaded: the load slows the hand-off more than the copy; docs/benchmarks.md). Used
+# where the run did not measure its own hand-off (collectors/handoff_probe.py: `handoff` in the summary), with the
+# pageable copies' rate standing in for a plain copy's; a measured hand-off keeps the same relative spread. The
+# copy to the device then runs from pinned memory at PINNED_SPEEDUP times the pageable copies' rate.
+HANDOFF_COPIES = {"point": 2.7, "low": 1.6, "high": 4.4}
+PINNED_SPEEDUP = 2.0
+# Batches from this size up: the hand-off is probed after the run (haiprof/analysis/handoff.py) when prefetch is
+# predicted; below it the hand-off is a few ms at most.
+HANDOFF_PROBE_BYTES = 16e6
+# The prefetch fix's worker count (fixes/prefetch.py; analyzers may not import fixes): one per core when loading
+# computes, WAIT_WORKERS_PER_CORE per core (at most MAX_WORKERS) when it mostly waits.
+CPU_BOUND_FRACTION, WAIT_WORKERS_PER_CORE, MAX_WORKERS = 0.5, 4, 16
+
+
+def _io_share(s: dict, dev: dict | None) -> float:
+    if dev:
+        return float((dev.get("bound") or {}).get("io") or 0.0)
+    f = _finding(s, "io")
+    return float(f.get("share") or 0.0) if f else _share(s, "dataloader", "h2d")
+
+
+def _batch_bytes(s: dict) -> tuple[float | None, float | None]:
+    """(host-to-device bytes per step, the pageable copies' rate in bytes/s) from the tracing window."""
+    gpu = s.get("gpu") or {}
+    steps = gpu.get("steps") or 0
+    htod = [c for c in gpu.get("copies") or [] if str(c.get("kind", "")).startswith("HtoD")]
+    if not steps or not htod:
+        return None, None
+    nbytes = sum(c.get("bytes") or 0 for c in htod) / steps
+    rate = next((c.get("gb_per_s") for c in htod if c.get("kind") == "HtoD pageable"), None) or \
+        max((c.get("gb_per_s") or 0 for c in htod), default=0)
+    return nbytes, (rate * 1e9 if rate else None)
+
+
+def _loader(s: dict) -> dict:
+    ev = _finding(s, "io").get("evidence") or {}
+    split = ev.get("input_split") or {}
+    return {"workers": ((split.get("workers") or {}).get("workers")), "cores": split.get("cores")
+            or (s.get("conditions") or {}).get("cores") or (s.get("conditions") or {}).get("cpu_count"),
+            "thread": split.get("loader_thread") or {}, "cpu_share": split.get("loader_cpu_share")}
+
+
+def _fetch_s(ld: dict) -> tuple[float | None, float | None]:
+    """(wall seconds per fetch on the training thread, its CPU fraction)."""
+    th = ld["thread"]
+    waits, wall = th.get("waits"), th.get("wall_s")
+    if not waits or not wall:
+        return None, None
+    return wall / waits, (th.get("cpu_s") or 0.0) / wall
+
+
+def _workers(cpu_fraction: float | None, cores: int) -> int:
+    if cpu_fraction is None or cpu_fraction >= CPU_BOUND_FRACTION:
+        return max(1, cores)
+    return min(MAX_WORKERS, WAIT_WORKERS_PER_CORE * cores)
+
+
+def prefetch(s: dict) -> dict:
+    step, dev = step_s(s), _device(s)
+    io = _io_share(s, dev)
+    touches = "waiting for input (DataLoader + host-to-device copy)"
+    if not step or io <= 0:
+        return _out("prefetch", step, touches, io, 0.0, 0.0, 0.0, "no input wait in the steady step")
+    ld = _loader(s)
+    h2d = float(((dev or {}).get("busy") or {}).get("h2d") or 0.0) if dev else _share(s, "h2d")
+    h2d += float(((dev or {}).get("idle_by_host") or {}).get("h2d") or 0.0) if dev else 0.0
+    if ld["workers"]:   # an existing pool: the fix leaves it; a device prefetcher hides only the copy
+        busy = (ld["cpu_share"] or 0.0) >= T.LOADER_CPU_BUSY
+        why = (f"the script's {ld['workers']} DataLoader workers are CPU-bound ({100 * (ld['cpu_share'] or 0):.0f}% "
+               "busy): a device prefetcher cannot make them produce faster" if busy else
+               f"the script already loads in {ld['workers']} DataLoader workers")
+        return _out("prefetch", step, touches, io, min(h2d, io), 0.0, min(h2d, io),
+                    f"{why}; only the host-to-device copy ({100 * h2d:.0f}% of the step) is hidden")
+    left = step * (1 - io)   # the step without any input wait
+    fetch, frac = _fetch_s(ld)
+    cores = int(ld["cores"] or 1)
+    parts = [f"the step without its input wait is {left * 1e3:.1f} ms"]
+    floors = {"point": left, "low": left, "high": left}
+    if fetch:
+        n = _workers(frac, cores)
+        eff = min(n, cores) if frac is None or frac >= CPU_BOUND_FRACTION else n
+        produce = fetch / eff
+        for k in floors:
+            floors[k] = max(floors[k], produce)
+        parts.append(f"{n} workers produce a batch every {produce * 1e3:.1f} ms ({fetch * 1e3:.1f} ms per fetch, "
+                     f"{100 * (frac or 0):.0f}% CPU, {cores} cores)")
+    nbytes, rate = _batch_bytes(s)
+    if nbytes and rate:
+        one = nbytes / rate
+        hand, said = _handoff_s(s, nbytes, one)
+        for k in floors:
+            floors[k] = max(floors[k], hand[k] + one / PINNED_SPEEDUP)
+        parts.append(f"{said}, then copies it to the device from pinned memory at {PINNED_SPEEDUP:.0f}x the "
+                     f"pageable rate")
+    gain = {k: (step - floors[k]) / step for k in floors}
+    # the slow end may be slower than now: a hand-off slower than the loading it replaces (said, not clamped)
+    p = _out("prefetch", step, touches, io, gain["point"], gain["high"], gain["low"], "; ".join(parts))
+    if gain["high"] < 0:   # floors["high"]: the slowest hand-off
+        p["low_share"] = gain["high"]
+    return p
+
+
+def handoff_bytes(s: dict) -> float | None:
+    """The batch size to probe the hand-off with, where the prefetch what-if starts workers on large batches
+    (HANDOFF_PROBE_BYTES) and the run has not measured it yet; else None."""
+    nbytes, rate = _batch_bytes(s)
+    if s.get("handoff") or not nbytes or not rate or nbytes < HANDOFF_PROBE_BYTES or not step_s(s):
+        return None
+    return nbytes if _io_share(s, _device(s)) > 0 and not _loader(s)["workers"] else None
+
+
+def _handoff_s(s: dict, nbytes: float, one: float) -> tuple[dict, str]:
+    """Seconds the training process spends receiving each batch from a worker and copying it into pinned
+    memory ({point, low, high}), and how it was known: the run's own probe, else HANDOFF_COPIES plain copies."""
+    probe = s.get("handoff") or {}
+    rate = probe.get("handoff_bytes_per_s")
+    if rate:
+        t = nbytes / rate
+        return ({k: t * v / HANDOFF_COPIES["point"] for k, v in HANDOFF_COPIES.items()},
+                f"the main process receives each {nbytes / 1e6:.1f} MB batch from a worker at the hand-off rate "
+                f"measured on this machine ({rate / 1e9:.2f} GB/s, {probe.get('bytes', 0) / 1e6:.0f} MB probe: "
+                f"{t * 1e3:.1f} ms; range {HANDOFF_COPIES['low'] / HANDOFF_COPIES['point']:.1f}-"
+                f"{HANDOFF_COPIES['high'] / HANDOFF_COPIES['point']:.1f}x that, as batch size and load vary it)")
+    c = HANDOFF_COPIES
+    return ({k: v * one for k, v in c.items()},
+            f"the hand-off rate from workers was not measured (a run recorded before haiprof probed it): receiving "
+            f"each {nbytes / 1e6:.1f} MB batch and copying it into pinned memory is assumed to take {c['point']}x "
+            f"({c['low']}-{c['high']}x, measured on another machine) a copy at the pageable rate "
+            f"{nbytes / one / 1e9:.1f} GB/s")
