@@ -60,15 +60,16 @@ def test_pause_every_third_step_on_rank1_is_named_as_a_pause(jobs):
 EXPLICIT = SCRIPTS / "explicit_allreduce.py"
 
 
-@pytest.fixture(scope="module")
-def explicit(tmp_path_factory):
+@pytest.fixture(scope="module", params=["blocking", "async"])
+def explicit(request, tmp_path_factory):
     """A 2-rank job that calls dist.all_reduce once per parameter after backward; rank 1 sleeps 150 ms before its
     calls, every step. The phase collector times each call on the training thread from its start (the rank's
-    arrival) to its return (the collective's completion), so rank 0's calls hold the wait for rank 1 and rank 1's
-    the transfer alone."""
-    out = tmp_path_factory.mktemp("explicit") / "run"
+    arrival) to its return (the collective's completion), and an async call's Work.wait() too
+    (collectors/sharded_comm.py), so rank 0's calls hold the wait for rank 1 and rank 1's the transfer alone."""
+    out = tmp_path_factory.mktemp(f"explicit-{request.param}") / "run"
+    mode = ["--async-op"] if request.param == "async" else []
     r = run_haiprof("run", "--trace-steps", "0", "--out", out, "--nproc-per-node", "2", EXPLICIT, "--steps", "12",
-                    "--late-rank", "1", "--late-ms", "150", timeout=240)
+                    "--late-rank", "1", "--late-ms", "150", *mode, timeout=240)
     assert r.returncode == 0, r.stderr[-3000:]
     return load_summary(out), (out / "report.html").read_text()
 

@@ -1,5 +1,5 @@
 """Data-parallel training without DDP: each rank averages its gradients itself with dist.all_reduce after backward
-(one call per parameter, or one flat buffer with --flat). `--late-rank R --late-ms MS` makes rank R sleep MS ms
+(one call per parameter, or one flat buffer with --flat; --async-op issues them all with async_op=True, then waits). `--late-rank R --late-ms MS` makes rank R sleep MS ms
 before its all_reduce calls, every step: the others wait for it inside their first all_reduce.
 
     torchrun --nproc-per-node 2 tests/scripts/explicit_allreduce.py --late-rank 1 --late-ms 150
@@ -20,6 +20,7 @@ def main():
     ap.add_argument("--late-rank", type=int, default=-1)
     ap.add_argument("--late-ms", type=float, default=0.0)
     ap.add_argument("--flat", action="store_true", help="one all_reduce over a flat buffer of all gradients")
+    ap.add_argument("--async-op", action="store_true", help="issue every all_reduce async, then wait for them")
     args = ap.parse_args()
 
     dist.init_process_group("gloo")
@@ -44,6 +45,11 @@ def main():
             for t in grads:
                 t.copy_(flat[i:i + t.numel()].view_as(t))
                 i += t.numel()
+        elif args.async_op:
+            for work in [dist.all_reduce(t, async_op=True) for t in grads]:
+                work.wait()
+            for t in grads:
+                t /= world
         else:
             for t in grads:
                 dist.all_reduce(t)
