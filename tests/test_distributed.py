@@ -83,8 +83,10 @@ def test_shaped_loopback_is_communication_bound(tmp_path):
 
 def test_straggler_on_rank1_named_with_its_dataloader(tmp_path):
     out = tmp_path / "run"
-    # The wrapped-launcher form: an existing torchrun command line, unchanged, after `--`.
-    r = run_haiprof("run", "--trace-steps", "0", "--out", out, "--", TORCHRUN, "--nproc-per-node", "2", EXAMPLE, "--steps", "8",
+    # The wrapped-launcher form: an existing torchrun command line, unchanged, after `--`. 12 steps: the first
+    # compared step's wait can hide in DDP's bucket rebuild (an untimed collective in step 2's forward), and the
+    # culprit's chance test needs the rest to show rank 1 late
+    r = run_haiprof("run", "--trace-steps", "0", "--out", out, "--", TORCHRUN, "--nproc-per-node", "2", EXAMPLE, "--steps", "12",
                     "--batch-size", "16", "--layers", "2", "--slow-rank", "1", "--slow-ms", "250")
     assert r.returncode == 0, r.stderr[-3000:]
     s = load_summary(out)
