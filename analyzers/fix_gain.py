@@ -227,8 +227,8 @@ def text_lines(gain: dict) -> list[str]:
     p = gain.get("predicted")
     if p and p.get("measured_step_after_s") and p.get("step_s"):
         lines.append(f"predicted before the fix: step {p['step_before_s'] * 1e3:.1f} -> "
-                     f"{p['step_after_pred_s'] * 1e3:.1f} ms (range {p['low_share'] * 100:.0f}-"
-                     f"{p['high_share'] * 100:.0f}% of the step); measured {p['measured_step_after_s'] * 1e3:.1f} ms"
+                     f"{p['step_after_pred_s'] * 1e3:.1f} ms ({_range(p)}); "
+                     f"measured {p['measured_step_after_s'] * 1e3:.1f} ms"
                      f"{' (' + p['measured_by'] + ')' if p.get('measured_by') else ''}: "
                      f"off by {p['error_points']:.0f} points of the baseline step")
     w = _wall(gain)
@@ -245,3 +245,11 @@ def text_lines(gain: dict) -> list[str]:
             pay = f"pays for itself after step {n} (this run had {gain.get('steps_after')})"
         lines.append(f"compile cost: {c['cost_s']:.1f} s in the first steps; {pay}")
     return lines
+
+
+def _range(p: dict) -> str:
+    """The prediction's range as every surface says it (whatif.range_text, carried in the prediction); a range
+    whose slow end is slower than now says so rather than print a negative share."""
+    if p["low_share"] < 0 and p.get("range"):
+        return p["range"]
+    return f"range {p['low_share'] * 100:.0f}-{p['high_share'] * 100:.0f}% of the step"

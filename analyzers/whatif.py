@@ -287,7 +287,7 @@ def combined(preds: dict, applied: list) -> dict | None:
     out = {"fixes": [p["fix"] for p in best.values()], **total,
            "step_s": step, "step_after_s": None if step is None else step * (1 - total["gain_share"]),
            "assumed": "; ".join(f"{p['fix']}: {p['assumed']}" for p in best.values())}
-    return {**out, "text": quote(out)}
+    return {**out, "text": quote(out), "range": range_text(out)}
 
 
 def range_text(p: dict) -> str:

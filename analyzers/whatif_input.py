@@ -6,6 +6,7 @@ alone: only the copy to the device is hidden. Pure: a summary in, a prediction o
 from __future__ import annotations
 
 from . import thresholds as T
+from .input_split import MIN_READ_RATE
 from .whatif_common import _device, _finding, _out, _share, step_s
 
 # The training process's side of a worker's hand-off of each batch (receive it from the worker's new shared
@@ -62,6 +63,18 @@ def _fetch_s(ld: dict) -> tuple[float | None, float | None]:
     return wall / waits, (th.get("cpu_s") or 0.0) / wall
 
 
+def _storage_reads(s: dict, cpu_fraction: float | None) -> float | None:
+    """The loader's read rate (bytes/s) where it waits on local storage (analyzers/input_split.py's storage-bound
+    case: its CPU mostly idle, the process reading from disk); None otherwise. More readers help such a loader
+    only as far as the device serves reads in parallel: an SSD's queues do, a throughput-capped cloud volume or a
+    spinning disk hardly, and one reader at a time does not tell which."""
+    if cpu_fraction is None or cpu_fraction >= CPU_BOUND_FRACTION:
+        return None
+    split = (_finding(s, "io").get("evidence") or {}).get("input_split") or {}
+    rate = split.get("proc_read_bytes_per_s") or split.get("disk_read_bytes_per_s")
+    return rate if rate and rate >= MIN_READ_RATE else None
+
+
 def _workers(cpu_fraction: float | None, cores: int) -> int:
     if cpu_fraction is None or cpu_fraction >= CPU_BOUND_FRACTION:
         return max(1, cores)
@@ -93,10 +106,16 @@ def prefetch(s: dict) -> dict:
         n = _workers(frac, cores)
         eff = min(n, cores) if frac is None or frac >= CPU_BOUND_FRACTION else n
         produce = fetch / eff
-        for k in floors:
-            floors[k] = max(floors[k], produce)
+        reads = _storage_reads(s, frac)
+        for k in floors:   # reads from local storage: the slow end, a device that reads no faster for N readers
+            floors[k] = max(floors[k], fetch if reads and k == "high" else produce)
         parts.append(f"{n} workers produce a batch every {produce * 1e3:.1f} ms ({fetch * 1e3:.1f} ms per fetch, "
                      f"{100 * (frac or 0):.0f}% CPU, {cores} cores)")
+        if reads:
+            parts.append(f"the loader reads local storage ({reads / 2**20:.0f} MiB/s with one reader): that assumes "
+                         f"the device serves {n} readers in parallel; the range's slow end, one batch every "
+                         f"{fetch * 1e3:.1f} ms, a device that reads no faster for them (its parallel rate is not "
+                         f"measured)")
     nbytes, rate = _batch_bytes(s)
     if nbytes and rate:
         one = nbytes / rate

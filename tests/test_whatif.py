@@ -230,6 +230,38 @@ def test_a_loss_difference_after_prefetch_started_workers_is_not_called_the_fix_
     assert with_worker_caveat(compare_losses([1.0] * 10, [1.0] * 10), 4)["status"] == "ok"
 
 
+def test_a_loader_reading_local_storage_keeps_a_device_that_reads_no_faster_in_its_range():
+    """Eight workers help a loader waiting on local reads only as far as the device serves them in parallel: the
+    point assumes it does, the range's slow end that it does not (one batch per fetch: no gain beyond overlap).
+    The bundled storage example, O_DIRECT reads on a throughput-capped volume, measured 1.3x where 8x was promised
+    with no range; a loader waiting without local reads (a remote fetch, a sleep) keeps its single point."""
+    remote = whatif.predict("prefetch", _io_run(workers=0, cpu_share=0.1))
+    local = _io_run(workers=0, cpu_share=0.1)
+    local["findings"][0]["evidence"]["input_split"]["proc_read_bytes_per_s"] = 84 * 2**20
+    disk = whatif.predict("prefetch", local)
+    assert disk["gain_share"] == pytest.approx(remote["gain_share"])   # the point: the same parallel workers
+    assert remote["low_share"] == pytest.approx(remote["gain_share"])
+    fetch = 0.8 / 10   # wall per fetch: the slow end is one batch per fetch
+    assert disk["low_share"] == pytest.approx(max(-1.0, (0.1 - max(0.02, fetch)) / 0.1))
+    assert disk["low_share"] < disk["gain_share"] and "reads local storage (84 MiB/s" in disk["assumed"]
+    slow = whatif.predict("prefetch", {**local, "findings": [{**local["findings"][0], "evidence": {"input_split": {
+        **local["findings"][0]["evidence"]["input_split"], "loader_thread": {"waits": 10, "wall_s": 1.2,
+                                                                             "cpu_s": 0.12}}}}]})
+    assert slow["low_share"] < 0 and "slower to" in slow["text"]   # one reader's fetch is longer than the step
+
+
+def test_a_range_reaching_a_slower_step_is_said_so_beside_the_measured_one():
+    from haiprof.analyzers.fix_gain import text_lines
+    from haiprof.render.before_after import _gain
+
+    p = {**whatif.combined({"prefetch": whatif.predict("prefetch", _h2d_run())}, ["prefetch"]),
+         "step_before_s": 0.0302, "step_after_pred_s": 0.0268, "measured_step_after_s": 0.0396, "error_points": 42.4}
+    line = next(x for x in text_lines({"predicted": p}) if x.startswith("predicted before the fix"))
+    assert "slower to" in line and "range -" not in line
+    cells = str(_gain({"predicted": p}))
+    assert "slower to" in cells and "range -" not in cells
+
+
 def _h2d_run(probe: dict | None = None) -> dict:
     """The recorded h2d_base in its figures: a 30.2 ms step waiting 97% for input, 77 MB a step copied from
     pageable memory at 9.2 GB/s, loading on the training thread."""

@@ -50,8 +50,10 @@ def _gain(g: dict) -> list:
     p = g.get("predicted")
     if p and p.get("measured_step_after_s"):
         rows.append(_cells("predicted before the fix (what-if of the baseline)", _ms(p["step_before_s"]),
-                           f"{_ms(p['step_after_pred_s'])} (range {100 * p['low_share']:.0f}–"
-                           f"{100 * p['high_share']:.0f}% of the baseline's time)",
+                           f"{_ms(p['step_after_pred_s'])} ("
+                           + (p["range"] if p["low_share"] < 0 and p.get("range") else
+                              f"range {100 * p['low_share']:.0f}–{100 * p['high_share']:.0f}% of the baseline's time")
+                           + ")",
                            f"measured {_ms(p['measured_step_after_s'])}: off by {p['error_points']:.0f} points"))
     if g.get("wall_time_before_s") and g.get("wall_time_after_s"):
         same = g.get("steps_before") == g.get("steps_after")
