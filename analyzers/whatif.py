@@ -25,7 +25,8 @@ import re
 from .whatif_common import _device, _finding, _none, _out, _share, step_s
 # the prefetch predictor and its input-side helpers (amp's host floor reads the loader too); the hand-off
 # constants stay importable from here
-from .whatif_input import HANDOFF_COPIES, PINNED_SPEEDUP, _fetch_s, _loader, handoff_bytes, prefetch  # noqa: F401
+from .whatif_input import (HANDOFF_COPIES, PINNED_SPEEDUP, _fetch_s, _loader, handoff_bytes, prefetch,  # noqa: F401
+                           read_probe_readers)
 
 # Sustained speed of bf16/tf32 tensor-core matmuls over fp32 CUDA-core ones: an H100's peaks are 989 vs 67 TFLOPS
 # (15x) and an A100's 312 vs 19.5 (16x); real kernels reach about half of that, some a quarter.

@@ -1,8 +1,10 @@
 """The prefetch what-if (analyzers/whatif.py's predictor for `prefetch`): workers hide the loading, but the step
 stays at least what the workers produce (time per fetch over the workers the fix starts) and what the main process
 still does with each batch (the hand-off from a worker, measured by the run's probe or assumed in copies at the
-traced copy rate, then the copy to the device); its range may end slower than now. An existing worker pool is left
-alone: only the copy to the device is hidden. Pure: a summary in, a prediction out."""
+traced copy rate, then the copy to the device); its range may end slower than now. A loader waiting on local
+storage reads gets as much faster as the device read for N readers after the run (collectors/read_probe.py:
+`read_probe` in the summary), else the point assumes N times. An existing worker pool is left alone: only the copy
+to the device is hidden. Pure: a summary in, a prediction out."""
 from __future__ import annotations
 
 from . import thresholds as T
@@ -105,17 +107,28 @@ def prefetch(s: dict) -> dict:
     if fetch:
         n = _workers(frac, cores)
         eff = min(n, cores) if frac is None or frac >= CPU_BOUND_FRACTION else n
-        produce = fetch / eff
         reads = _storage_reads(s, frac)
-        for k in floors:   # reads from local storage: the slow end, a device that reads no faster for N readers
-            floors[k] = max(floors[k], fetch if reads and k == "high" else produce)
+        probe = (s.get("read_probe") or {}) if reads else {}
+        par = _parallel(probe, n)
+        produce = fetch / par["point"] if par else fetch / eff
+        for k in floors:   # reads from local storage: the device's measured speedup for N readers, else the
+            # slow end a device that reads no faster for them
+            floors[k] = max(floors[k], fetch / par[k] if par else fetch if reads and k == "high" else produce)
         parts.append(f"{n} workers produce a batch every {produce * 1e3:.1f} ms ({fetch * 1e3:.1f} ms per fetch, "
                      f"{100 * (frac or 0):.0f}% CPU, {cores} cores)")
-        if reads:
+        if par:
+            parts.append(f"the loader reads local storage ({reads / 2**20:.0f} MiB/s): the device read "
+                         f"{probe['one_bytes_per_s'] / 2**20:.0f} MiB/s with one reader, "
+                         f"{probe['many_bytes_per_s'] / 2**20:.0f} MiB/s with {probe['readers']}: "
+                         f"{probe['speedup']:.1f}x ({min(par['spread']):.1f}-{max(par['spread']):.1f}x over "
+                         f"{len(par['spread'])} rounds; measured after the run on {probe.get('files')} of the files "
+                         f"it read, in {probe.get('block', 0) / 2**20:g} MiB reads)")
+        elif reads:
+            why = probe.get("not_measured")
             parts.append(f"the loader reads local storage ({reads / 2**20:.0f} MiB/s with one reader): that assumes "
                          f"the device serves {n} readers in parallel; the range's slow end, one batch every "
                          f"{fetch * 1e3:.1f} ms, a device that reads no faster for them (its parallel rate is not "
-                         f"measured)")
+                         f"measured{': ' + why if why else ''})")
     nbytes, rate = _batch_bytes(s)
     if nbytes and rate:
         one = nbytes / rate
@@ -130,6 +143,33 @@ def prefetch(s: dict) -> dict:
     if gain["high"] < 0:   # floors["high"]: the slowest hand-off
         p["low_share"] = gain["high"]
     return p
+
+
+def _parallel(probe: dict, n: int) -> dict | None:
+    """{point, low, high}: how many times faster n workers read than one, from the run's read probe
+    (collectors/read_probe.py: one reader against the same n at once), held to n; low is the fast end (the
+    largest speedup measured), high the slow end; None where not measured."""
+    if not probe.get("speedup") or not probe.get("one_bytes_per_s") or not probe.get("many_bytes_per_s"):
+        return None
+    spread = [x for x in probe.get("speedups") or [] if x and x > 0] or [probe["speedup"]]
+    held = lambda x: min(float(n), max(1e-3, x))   # noqa: E731
+    return {"point": held(probe["speedup"]), "low": held(max(spread)), "high": held(min(spread)),
+            "spread": spread}
+
+
+def read_probe_readers(s: dict) -> int | None:
+    """The readers to probe the storage device with (the workers the prefetch fix would start), where the
+    prefetch what-if leans on local storage reads on the training thread and the run has not measured the device's
+    parallel rate yet; else None."""
+    if s.get("read_probe") or not step_s(s) or _io_share(s, _device(s)) <= 0:
+        return None
+    ld = _loader(s)
+    if ld["workers"]:
+        return None
+    fetch, frac = _fetch_s(ld)
+    if not fetch or not _storage_reads(s, frac):
+        return None
+    return _workers(frac, int(ld["cores"] or 1))
 
 
 def handoff_bytes(s: dict) -> float | None:

@@ -29,7 +29,7 @@ EXAMPLES = {
     "launch_bound.py": ["--steps", "60"],
     "input_bound.py": ["--batches", "60"],
     "input_bound_decode.py": ["--batches", "40"],
-    "input_bound_storage.py": ["--batches", "40"],
+    "input_bound_storage.py": ["--batches", "40", "--data", "shards"],   # kept: the read probe reads them after
     "compute_bound.py": ["--steps", "30"],
     "long_run_shapes.py": [],
     "rl_tiny_matmuls.py": ["--episodes", "16"],

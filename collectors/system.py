@@ -10,6 +10,7 @@ from __future__ import annotations
 
 import os
 
+from .open_files import OpenFiles
 from .proctree import split_compile_workers, tree
 
 
@@ -25,6 +26,7 @@ class SystemSampler:
         self._last_io: dict = {}
         self._retired_io = [0, 0]
         self._compile: set = set()
+        self._files = OpenFiles()   # the files the tree reads: the read probe's after the run (analysis/read_parallel.py)
         psutil.cpu_percent(percpu=True)  # prime: the first call has no interval to measure against
 
     @staticmethod
@@ -59,7 +61,8 @@ class SystemSampler:
         read_b, write_b = self._retired_io
         nprocs = ncompile = 0
         cpu_compile = 0.0
-        for p in self._tree():
+        tree = self._tree()
+        for p in tree:
             try:
                 with p.oneshot():
                     cpu = p.cpu_percent(None)
@@ -90,6 +93,9 @@ class SystemSampler:
             "rss_bytes": rss, "proc_read_bytes": read_b, "proc_write_bytes": write_b,
             "cpu_cores_pct": ps.cpu_percent(percpu=True),
         }
+        files = self._files.scan([p.pid for p in tree if p.pid not in self._compile])
+        if files:   # each file once, when first seen open for reading
+            rec["read_files"] = files
         vm = ps.virtual_memory()
         rec["mem_used_bytes"], rec["mem_total_bytes"] = vm.total - vm.available, vm.total
         disk = ps.disk_io_counters()

@@ -72,12 +72,18 @@ def main():
     ap.add_argument("--batch-size", type=int, default=32)
     ap.add_argument("--shards", type=int, default=4)
     ap.add_argument("--workers", type=int, default=0)
+    ap.add_argument("--data", help="keep the shards in this folder (written once, reused, never removed), as a real "
+                                   "data set outlives the script; default: a temporary folder removed at the end")
     args = ap.parse_args()
     torch.manual_seed(0)
     torch.set_num_threads(1)  # a tiny model: thread fan-out would only add barrier waits on a busy host
-    root = tempfile.mkdtemp(prefix="shards-")
+    root = args.data or tempfile.mkdtemp(prefix="shards-")
     try:
-        write_shards(root, args.shards)
+        if args.data:
+            os.makedirs(root, exist_ok=True)
+        if not all(os.path.exists(p) and os.path.getsize(p) == SHARD
+                   for p in (os.path.join(root, f"shard{i}.bin") for i in range(args.shards))):
+            write_shards(root, args.shards)
         ds = ShardReader(root, args.shards, args.batches * args.batch_size)
         loader = DataLoader(ds, batch_size=args.batch_size, num_workers=args.workers)
         model = nn.Sequential(nn.Linear(256, 128), nn.ReLU(), nn.Linear(128, 2))
@@ -90,7 +96,8 @@ def main():
             if step % 10 == 0:
                 print(f"step {step} loss {loss.item():.4f}")
     finally:
-        shutil.rmtree(root, ignore_errors=True)
+        if not args.data:
+            shutil.rmtree(root, ignore_errors=True)
 
 
 if __name__ == "__main__":

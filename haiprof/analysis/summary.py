@@ -193,6 +193,8 @@ def analyze(run_dir: RunDir, extra_findings: list | None = None, run: Run | None
     # --- end fixes ---
     from .handoff import attach as probe_handoff
     probe_handoff(run_dir.path, meta, summary)   # the worker hand-off rate, where the prefetch what-if needs it
+    from .read_parallel import attach as probe_reads
+    probe_reads(run_dir.path, meta, summary, samples.get("system", []))   # the storage's parallel read rate, likewise
     summary["predictions"] = whatif.predict_all(summary)   # each fix's what-if on this run, where a gain is quoted
     left_out = summary["advice_left_out"] = gpu_analysis.advice_left_out(summary)   # done, measured, not worth it
     # the verdict weighs the whole run: stalls that waste more than the verdict's open fixes can remove lead instead
