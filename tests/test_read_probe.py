@@ -108,6 +108,9 @@ def test_the_probe_is_kept_in_the_run_directory_and_measured_only_on_the_same_ma
     none = _storage_run()
     read_parallel.attach(tmp_path, here, none, [{"t_ns": 1}])
     assert "no data file was seen" in none["read_probe"]["not_measured"] and len(calls) == 1
+    live = {**_storage_run(), "snapshot": True}   # a snapshot while the script runs: never read beside it
+    read_parallel.attach(tmp_path, here, live, samples)
+    assert "still in progress" in live["read_probe"]["not_measured"] and len(calls) == 1
 
 
 @pytest.fixture(scope="module")

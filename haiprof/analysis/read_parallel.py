@@ -44,7 +44,9 @@ def attach(run_path, meta: dict, summary: dict, system_samples: list) -> None:
         pass
     from .efficiency import _same_machine
     files = read_files(system_samples)
-    if not _same_machine(meta):
+    if summary.get("snapshot"):   # a report of the run so far: the probe would read beside the training it watches
+        why = "the run is still in progress (the final report measures it)"
+    elif not _same_machine(meta):
         why = "the run was recorded on another machine"
     elif not files:
         why = "no data file was seen open in the training process at a sample"
