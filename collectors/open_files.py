@@ -2,10 +2,10 @@
 (collectors/read_probe.py) reads after the run, so it measures the device the loader's data is on.
 
 The system sampler calls scan() with the tree's pids each sample: each descriptor's link in /proc/PID/fd (a file
-opened read-only: the access mode in /proc/PID/fdinfo/FD) and each shared file mapping in /proc/PID/maps (a
-numpy memmap, a memory-mapped dataset). A file is noted once, with its size, when first seen. Limits: a file is
-seen only if it is open at a sample (a loader that opens, reads and closes each sample between two samples is
-missed: a short run may note none); any file open for reading counts (a checkpoint or a config being read at a
+opened read-only: the access mode in /proc/PID/fdinfo/FD) and, every MAPS_EVERY-th sample, each shared file
+mapping in /proc/PID/maps (a numpy memmap, a memory-mapped data set). A file is noted once, with its size, when
+first seen. Limits: a file is seen only if it is open at a sample (a loader that opens, reads and closes each
+sample between two samples is missed: a short run may note none); any file open for reading counts (a checkpoint or a config being read at a
 sample too); files under MIN_BYTES (a folder of small images) are not noted; at most MAX_FILES files a run.
 """
 from __future__ import annotations
@@ -14,6 +14,8 @@ import os
 
 MIN_BYTES = 1 << 20       # the probe reads blocks this large (read_probe.BLOCK)
 MAX_FILES = 64
+MAPS_EVERY = 4            # maps are read every 4th scan: a mapped data set stays mapped, and the kernel's text of a
+                          # torch process's ~400 mappings costs ~0.6 ms to make (benchmarks/hw_sample_cost.py)
 MAX_CHECKED = 10000       # descriptors already looked at (pid, fd, target): forgotten past this, then rebuilt
 SKIP = ("/proc/", "/sys/", "/dev/")
 
@@ -23,6 +25,7 @@ class OpenFiles:
         self.proc = proc_root
         self.known: dict[str, int] = {}   # path -> size when first seen
         self._checked: set = set()
+        self._scans = 0
 
     def _read_only(self, pid: int, fd: str) -> bool:
         try:
@@ -56,6 +59,7 @@ class OpenFiles:
             return new
         if len(self._checked) > MAX_CHECKED:
             self._checked.clear()
+        maps, self._scans = self._scans % MAPS_EVERY == 0, self._scans + 1
         for pid in pids:
             base = f"{self.proc}/{pid}/fd"
             try:
@@ -73,6 +77,8 @@ class OpenFiles:
                 self._checked.add(key)
                 if self._read_only(pid, fd):
                     self._note(target, new)
+            if not maps:
+                continue
             try:
                 with open(f"{self.proc}/{pid}/maps") as f:
                     for line in f:
