@@ -5,8 +5,9 @@ The system sampler calls scan() with the tree's pids each sample: each descripto
 opened read-only: the access mode in /proc/PID/fdinfo/FD) and, every MAPS_EVERY-th sample, each shared file
 mapping in /proc/PID/maps (a numpy memmap, a memory-mapped data set). A file is noted once, with its size, when
 first seen. Limits: a file is seen only if it is open at a sample (a loader that opens, reads and closes each
-sample between two samples is missed: a short run may note none); any file open for reading counts (a checkpoint or a config being read at a
-sample too); files under MIN_BYTES (a folder of small images) are not noted; at most MAX_FILES files a run.
+sample between two samples is missed: a short run may note none); any file open for reading counts (a checkpoint
+or a config being read at a sample too); files under MIN_BYTES (a folder of small images) are not noted; at most
+MAX_FILES files a run.
 """
 from __future__ import annotations
 

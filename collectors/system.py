@@ -26,7 +26,7 @@ class SystemSampler:
         self._last_io: dict = {}
         self._retired_io = [0, 0]
         self._compile: set = set()
-        self._files = OpenFiles()   # the files the tree reads: the read probe's after the run (analysis/read_parallel.py)
+        self._files = OpenFiles()   # the files the tree reads: the read probe's (analysis/read_parallel.py)
         psutil.cpu_percent(percpu=True)  # prime: the first call has no interval to measure against
 
     @staticmethod
