@@ -119,7 +119,7 @@ def prefetch(s: dict) -> dict:
         if par:
             parts.append(f"the loader reads local storage ({reads / 2**20:.0f} MiB/s): the device read "
                          f"{probe['one_bytes_per_s'] / 2**20:.0f} MiB/s with one reader, "
-                         f"{probe['many_bytes_per_s'] / 2**20:.0f} MiB/s with {probe['readers']}: "
+                         f"{probe['many_bytes_per_s'] / 2**20:.0f} MiB/s with {probe.get('readers') or n}: "
                          f"{probe['speedup']:.1f}x ({min(par['spread']):.1f}-{max(par['spread']):.1f}x over "
                          f"{len(par['spread'])} rounds; measured after the run on {probe.get('files')} of the files "
                          f"it read, in {probe.get('block', 0) / 2**20:g} MiB reads)")
@@ -151,7 +151,9 @@ def _parallel(probe: dict, n: int) -> dict | None:
     largest speedup measured), high the slow end; None where not measured."""
     if not probe.get("speedup") or not probe.get("one_bytes_per_s") or not probe.get("many_bytes_per_s"):
         return None
-    spread = [x for x in probe.get("speedups") or [] if x and x > 0] or [probe["speedup"]]
+    got = probe.get("speedups")
+    spread = [x for x in (got if isinstance(got, list) else []) if isinstance(x, (int, float)) and x > 0] \
+        or [probe["speedup"]]
     held = lambda x: min(float(n), max(1e-3, x))   # noqa: E731
     return {"point": held(probe["speedup"]), "low": held(max(spread)), "high": held(min(spread)),
             "spread": spread}
