@@ -94,7 +94,7 @@ def test_the_probe_is_kept_in_the_run_directory_and_measured_only_on_the_same_ma
     samples = [{"t_ns": 1}, {"t_ns": 2, "read_files": [f]}, {"t_ns": 3, "read_files": [f]}]
     calls = []
     monkeypatch.setattr(read_probe, "measure", lambda files, n: calls.append((files, n)) or {"speedup": 1.5})
-    here = {"host": __import__("socket").gethostname(), "cpu_model": cpu_model()}
+    here = {"host": __import__("socket").gethostname(), "cpu_model": cpu_model(), "exit_code": 0}   # the run ended
     s = _storage_run()
     read_parallel.attach(tmp_path, here, s, samples)
     assert calls == [([f], 16)] and s["read_probe"] == {"speedup": 1.5}
@@ -109,7 +109,8 @@ def test_the_probe_is_kept_in_the_run_directory_and_measured_only_on_the_same_ma
     read_parallel.attach(tmp_path, here, none, [{"t_ns": 1}])
     assert "no data file was seen" in none["read_probe"]["not_measured"] and len(calls) == 1
     live = {**_storage_run(), "snapshot": True}   # a snapshot while the script runs: never read beside it
-    read_parallel.attach(tmp_path, here, live, samples)
+    running = {**here, "exit_code": None, "pid": os.getpid()}   # no end yet, its process alive (this one)
+    read_parallel.attach(tmp_path, running, live, samples)
     assert "still in progress" in live["read_probe"]["not_measured"] and len(calls) == 1
 
 

@@ -306,7 +306,10 @@ def test_the_hand_off_probe_measures_a_real_worker_and_is_kept_in_the_run_direct
                                                                           + st["release"]))
     calls = []
     monkeypatch.setattr(handoff_probe, "measure", lambda n: calls.append(n) or {**probe, "bytes": int(n)})
-    meta = {"host": __import__("socket").gethostname(), "cpu_model": handoff_probe_cpu_model()}
+    meta = {"host": __import__("socket").gethostname(), "cpu_model": handoff_probe_cpu_model(), "exit_code": 0}
+    live = _h2d_run()   # a report of a run still training (no end, its process alive): no worker beside it
+    handoff.attach(tmp_path, {**meta, "exit_code": None, "pid": __import__("os").getpid()}, live)
+    assert "handoff" not in live and calls == []
     s = _h2d_run()
     handoff.attach(tmp_path, meta, s)
     assert calls == [77e6] and s["handoff"]["bytes"] == int(77e6) and (tmp_path / handoff.HANDOFF).is_file()
@@ -318,6 +321,24 @@ def test_the_hand_off_probe_measures_a_real_worker_and_is_kept_in_the_run_direct
     handoff.attach(tmp_path, {"host": "elsewhere"}, elsewhere)   # another machine: not measured, and said so
     assert "handoff" not in elsewhere and calls == [77e6]
     assert "not measured" in whatif.predict("prefetch", elsewhere)["assumed"]
+
+
+def test_the_cpu_matmul_peak_is_measured_once_after_the_run_never_beside_it(tmp_path, monkeypatch):
+    """The MFU's CPU peak: measured by the report of an ended run on its own machine and kept; a report of the run
+    while it still trains (a snapshot) would run its matmuls beside the training: it quotes no peak instead."""
+    import os
+    import socket
+
+    from haiprof.analysis import efficiency
+    from haiprof.collectors import matmul_peak
+
+    calls = []
+    monkeypatch.setattr(matmul_peak, "measure", lambda dtype, threads: calls.append(dtype) or {"dtype": dtype,
+                                                                                               "flops": 1e11})
+    here = {"host": socket.gethostname(), "cpu_model": handoff_probe_cpu_model(), "torch_threads": 2}
+    assert efficiency._cpu_peak(tmp_path, {**here, "pid": os.getpid()}, "fp32") is None and calls == []
+    assert efficiency._cpu_peak(tmp_path, {**here, "exit_code": 0}, "fp32")["flops"] == 1e11 and calls == ["fp32"]
+    assert efficiency._cpu_peak(tmp_path, {"host": "elsewhere"}, "fp32")["flops"] == 1e11 and calls == ["fp32"]
 
 
 def handoff_probe_cpu_model() -> str:

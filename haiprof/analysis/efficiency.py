@@ -9,42 +9,28 @@ ran it (same host and CPU model): elsewhere the peak is not known, and said so. 
 """
 from __future__ import annotations
 
-import json
 import platform
-import socket
 
 from haiprof.analyzers import flops
 
 from ..rundir.units import format_flops
+from . import run_probes
 from .gpu import NVML_PEAK, nvml_memory_peaks
 
 MATMUL_PEAK = "matmul_peak.json"
 MAX_WINDOWS = 8   # traces read for their FLOPs: the first ones (a run of days traces a window every few minutes)
 
 
-def _same_machine(meta: dict) -> bool:
-    from haiprof.collectors.matmul_peak import cpu_model
-    return meta.get("host") == socket.gethostname() and meta.get("cpu_model") == cpu_model()
-
-
 def _cpu_peak(run_path, meta: dict, dtype: str) -> dict | None:
     path = run_path / MATMUL_PEAK
-    try:
-        kept = json.loads(path.read_text())
-        if kept.get("dtype") == dtype:
-            return kept
-    except (OSError, ValueError, AttributeError):
-        pass
-    if not _same_machine(meta):
-        return None
+    peak = run_probes.kept(path, lambda k: k.get("dtype") == dtype)
+    if peak is not None or run_probes.why_not_here(run_path, meta):
+        return peak
     from haiprof.collectors.matmul_peak import measure
     peak = measure(dtype, meta.get("torch_threads"))
     if peak is not None:
         peak["machine"] = platform.node()
-        try:
-            path.write_text(json.dumps(peak))
-        except OSError:
-            pass
+        run_probes.keep(path, peak)
     return peak
 
 

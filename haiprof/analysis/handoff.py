@@ -8,9 +8,9 @@ prediction says so.
 """
 from __future__ import annotations
 
-import json
-
 from haiprof.analyzers import whatif
+
+from . import run_probes
 
 HANDOFF = "handoff.json"
 
@@ -21,22 +21,11 @@ def attach(run_path, meta: dict, summary: dict) -> None:
     if nbytes is None:
         return
     path = run_path / HANDOFF
-    try:
-        kept = json.loads(path.read_text())
-        if isinstance(kept, dict) and kept.get("handoff_bytes_per_s"):
-            summary["handoff"] = kept
-            return
-    except (OSError, ValueError):
-        pass
-    from .efficiency import _same_machine
-    if not _same_machine(meta):
-        return
-    from haiprof.collectors.handoff_probe import measure
-    probe = measure(nbytes)
-    if probe is None:
-        return
-    summary["handoff"] = probe
-    try:
-        path.write_text(json.dumps(probe))
-    except OSError:
-        pass
+    probe = run_probes.kept(path, lambda k: bool(k.get("handoff_bytes_per_s")))
+    if probe is None and not run_probes.why_not_here(run_path, meta):
+        from haiprof.collectors.handoff_probe import measure
+        probe = measure(nbytes)
+        if probe is not None:
+            run_probes.keep(path, probe)
+    if probe is not None:
+        summary["handoff"] = probe

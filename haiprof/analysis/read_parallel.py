@@ -10,9 +10,9 @@ prediction keeps a device that serves N readers N times faster as its point.
 """
 from __future__ import annotations
 
-import json
-
 from haiprof.analyzers import whatif
+
+from . import run_probes
 
 READ_PROBE = "read_probe.json"
 
@@ -35,30 +35,20 @@ def attach(run_path, meta: dict, summary: dict, system_samples: list) -> None:
     if readers is None:
         return
     path = run_path / READ_PROBE
-    try:
-        kept = json.loads(path.read_text())
-        if isinstance(kept, dict) and kept.get("speedup"):
-            summary["read_probe"] = kept
-            return
-    except (OSError, ValueError):
-        pass
-    from .efficiency import _same_machine
+    kept = run_probes.kept(path, lambda k: bool(k.get("speedup")))
+    if kept is not None:
+        summary["read_probe"] = kept
+        return
     files = read_files(system_samples)
-    if summary.get("snapshot"):   # a report of the run so far: the probe would read beside the training it watches
-        why = "the run is still in progress (the final report measures it)"
-    elif not _same_machine(meta):
-        why = "the run was recorded on another machine"
-    elif not files:
+    why = run_probes.why_not_here(run_path, meta)   # another machine; a report of the run still training
+    if why is None and not files:
         why = "no data file was seen open in the training process at a sample"
-    else:
+    elif why is None:
         from haiprof.collectors.read_probe import measure
         probe = measure(files, readers)
         if probe is not None:
             summary["read_probe"] = probe
-            try:
-                path.write_text(json.dumps(probe))
-            except OSError:
-                pass
+            run_probes.keep(path, probe)
             return
         why = f"none of the {len(files)} file(s) the loader read is left as it was"
     summary["read_probe"] = {"not_measured": why}
