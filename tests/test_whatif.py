@@ -214,6 +214,24 @@ def test_predicted_vs_measured_takes_the_interleaved_pairs_where_there_are_some(
     assert paired["error_points"] == pytest.approx(100 * abs(paired["step_after_pred_s"] - 0.02) / 0.03, abs=0.05)
 
 
+def test_a_fix_auto_chose_is_held_to_the_prediction_it_was_chosen_on():
+    """--fix auto chose the fix on the diagnosis run's what-if; the fixed run compares its pairs with the last
+    baseline pass, which may not have measured what the diagnosis did (a 0.4 s pass ends before the sampler sees
+    the loader's files: no read probe). The claim checked is the one the choice was made on."""
+    from haiprof.analysis.fix_results import predicted_vs_measured
+
+    base = _io_run(workers=0, cpu_share=0.1)   # its own what-if: 80% off the step
+    gain = {"applied": ["prefetch"], "step_time_before_s": 0.1, "step_time_after_s": 0.09}
+    own = predicted_vs_measured(base, gain)
+    assert own["gain_share"] == pytest.approx(0.8)
+    at_choice = {**whatif.predict("prefetch", base), "gain_share": 0.15, "low_share": 0.0, "high_share": 0.3,
+                 "assumed": "the device read 667 MiB/s with one reader, 788 MiB/s with 8: 1.2x"}
+    held = predicted_vs_measured(base, gain, [{"id": "prefetch", "predicted": at_choice}, {"id": "amp"}])
+    assert held["gain_share"] == pytest.approx(0.15) and "1.2x" in held["assumed"]
+    assert held["error_points"] == pytest.approx(100 * abs(0.1 * 0.85 - 0.09) / 0.1, abs=0.05)
+    assert predicted_vs_measured(base, gain, [{"id": "prefetch", "predicted": {"gain_share": 0.1}}]) == own
+
+
 def test_a_loss_difference_after_prefetch_started_workers_is_not_called_the_fix_changing_training():
     from haiprof.analysis.fix_results import workers_started
     from haiprof.analyzers.loss_guard import compare_losses, with_worker_caveat

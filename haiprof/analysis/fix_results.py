@@ -153,7 +153,7 @@ def add_fix_results(run_dir: RunDir, meta: dict, summary: dict, steps=None) -> N
     noisy = [name for name, x in (("this run", summary), ("the baseline", base_summary)) if x.get("noisy")]
     if noisy:   # measured beside a busy neighbour: the ratio carries its noise
         gain["noisy"] = f"{' and '.join(noisy)} measured on a busy machine"
-    gain["predicted"] = predicted_vs_measured(base_summary, gain)
+    gain["predicted"] = predicted_vs_measured(base_summary, gain, summary["fixes"].get("ranked"))
     summary["fixes"]["gain"] = gain
     cmp["step_distribution"] = step_distribution(before_s, after_s)
     if gain["regression"]:
@@ -182,11 +182,17 @@ def workers_started(fixes: dict) -> int | None:
     return None
 
 
-def predicted_vs_measured(base_summary: dict, gain: dict) -> dict | None:
+def predicted_vs_measured(base_summary: dict, gain: dict, chosen: list | None = None) -> dict | None:
     """What the baseline's what-if (analyzers/whatif.py) predicted for the applied fixes, beside what they
-    measured: the error in points of the baseline's step."""
+    measured: the error in points of the baseline's step. A fix `--fix auto` chose (`chosen`: fixes.ranked) is
+    held to the prediction it was chosen on, the diagnosis run's, where that run measured what the baseline's
+    pass did not (a short interleaved pass ends before its probes have anything to read)."""
     applied = gain.get("applied") or []
-    comb = whatif.combined(whatif.predict_all(base_summary, applied), applied)
+    preds = whatif.predict_all(base_summary, applied)
+    preds.update({c["id"]: c["predicted"] for c in chosen or []
+                  if isinstance(c, dict) and c.get("id") in applied and isinstance(c.get("predicted"), dict)
+                  and all(k in c["predicted"] for k in ("fix", "gain_share", "low_share", "high_share", "assumed"))})
+    comb = whatif.combined(preds, applied)
     before, after = gain.get("step_time_before_s"), gain.get("step_time_after_s")
     il = gain.get("interleaved") or {}
     if il.get("speedup") and before:   # measured in like conditions: the pairs' median, not this run's ratio
