@@ -45,10 +45,6 @@ def _q(values, q: float):
     return float(np.quantile(values, q)) if len(values) else None
 
 
-def is_heavy(name: str) -> bool:
-    return bool(HEAVY_OP.match(name))
-
-
 def _matches(names, pattern: re.Pattern) -> np.ndarray:
     """`pattern.match` of each name as a bool array, tried once per distinct name: a trace repeats a few hundred
     names tens of thousands of times (matching every row took ~0.2 s of a report)."""

@@ -191,7 +191,8 @@ def predicted_vs_measured(base_summary: dict, gain: dict, chosen: list | None = 
     preds = whatif.predict_all(base_summary, applied)
     preds.update({c["id"]: c["predicted"] for c in chosen or []
                   if isinstance(c, dict) and c.get("id") in applied and isinstance(c.get("predicted"), dict)
-                  and all(k in c["predicted"] for k in ("fix", "gain_share", "low_share", "high_share", "assumed"))})
+                  and all(k in c["predicted"] for k in ("fix", "gain_share", "low_share", "high_share", "assumed",
+                                                         "step_s"))})
     comb = whatif.combined(preds, applied)
     before, after = gain.get("step_time_before_s"), gain.get("step_time_after_s")
     il = gain.get("interleaved") or {}
