@@ -228,7 +228,7 @@ def memory_finding(peak_bytes: int | None, capacity: int | None, source: str) ->
     return Finding(kind="memory", severity="moderate", share=0.0,
                    message=f"device memory peaked at {peak_bytes / 2**30:.1f} GiB of {capacity / 2**30:.1f} GiB "
                            f"({100 * share:.0f}%, {source}): little room for a larger batch or model; mixed precision "
-                           f"(--fix amp) or activation checkpointing frees memory",
+                           f"or activation checkpointing frees memory",
                    evidence={"peak_bytes": peak_bytes, "capacity_bytes": capacity, "share": share,
                              "threshold": MEMORY_NEAR_CAPACITY, "source": source},
                    fixes=["amp"]).as_dict()

@@ -78,6 +78,6 @@ def pageable_finding(copies: dict, loader_pin_memory: bool | None, traced_us: fl
     return Finding(kind="pageable-h2d", severity="moderate" if from_trace else "info",
                    share=share if from_trace else 0.0,
                    message=f"{why}: such copies are synchronous and cannot overlap compute; pinned memory and "
-                           "non-blocking copies on a side stream can (--fix prefetch)",
+                           "non-blocking copies on a side stream can",
                    evidence={"copies": copies, "loader_pin_memory": loader_pin_memory, "traced_us": traced_us,
                              "threshold": T.PAGEABLE_MIN_SHARE}, fixes=["prefetch"]).as_dict()

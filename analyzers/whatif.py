@@ -302,7 +302,9 @@ def quote(p: dict, step: float | None = None) -> str:
     """The one phrase every surface uses for a prediction."""
     step = step or p.get("step_s")
     rng = range_text(p)
+    g = p["gain_share"]
+    said = f"{100 * g:.0f}% of the step" if g >= 0 else f"{100 * -g:.0f}% slower"
     if step:
-        return (f"predicted: step {step * 1e3:.1f} → {step * (1 - p['gain_share']) * 1e3:.1f} ms "
-                f"({100 * p['gain_share']:.0f}% of the step, {rng}), assuming {p['assumed']}")
-    return f"predicted: {100 * p['gain_share']:.0f}% of the step ({rng})"
+        return (f"predicted: step {step * 1e3:.1f} → {step * (1 - g) * 1e3:.1f} ms ({said}, {rng}), "
+                f"assuming {p['assumed']}")
+    return f"predicted: {said} ({rng})"

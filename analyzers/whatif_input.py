@@ -13,12 +13,14 @@ from .whatif_common import _device, _finding, _out, _share, step_s
 
 # The training process's side of a worker's hand-off of each batch (receive it from the worker's new shared
 # memory: a minor fault per page; copy it into pinned memory; free the mapping), in plain copies of the batch's
-# bytes: measured 1.6-4.4x, median 2.7x, for 16-128 MB batches (benchmarks/handoff.py, two runs on a 2-core machine,
-# one quiet, one loaded: the load slows the hand-off more than the copy; docs/benchmarks.md). Used
-# where the run did not measure its own hand-off (collectors/handoff_probe.py: `handoff` in the summary), with the
-# pageable copies' rate standing in for a plain copy's; a measured hand-off keeps the same relative spread. The
-# copy to the device then runs from pinned memory at PINNED_SPEEDUP times the pageable copies' rate.
-HANDOFF_COPIES = {"point": 2.7, "low": 1.6, "high": 4.4}
+# bytes: 1.6-6.8x, median 4.25x, over every 16-128 MB row of the three tables in docs/benchmarks.md
+# (benchmarks/handoff.py on a 2-core machine: quiet, light and heavy load; 20 rows; the H100 host of
+# docs/predictions.md showed about 3.7x with 16 workers). Used where the run did not measure its own hand-off
+# (collectors/handoff_probe.py: `handoff` in the summary), with the pageable copies' rate standing in for a plain
+# copy's; a measured hand-off keeps the same relative spread. The copy to the device then runs from pinned memory
+# at PINNED_SPEEDUP times the pageable copies' rate (an H100 measured 6x: 2 is the cautious end), on the device
+# prefetcher's side stream while the pinning thread hands off the next batch: the two overlap, the slower bounds.
+HANDOFF_COPIES = {"point": 4.25, "low": 1.6, "high": 6.8}
 PINNED_SPEEDUP = 2.0
 # Batches from this size up: the hand-off is probed after the run (haiprof/analysis/handoff.py) when prefetch is
 # predicted; below it the hand-off is a few ms at most.
@@ -134,14 +136,19 @@ def prefetch(s: dict) -> dict:
         one = nbytes / rate
         hand, said = _handoff_s(s, nbytes, one)
         for k in floors:
-            floors[k] = max(floors[k], hand[k] + one / PINNED_SPEEDUP)
-        parts.append(f"{said}, then copies it to the device from pinned memory at {PINNED_SPEEDUP:.0f}x the "
-                     f"pageable rate")
+            floors[k] = max(floors[k], hand[k], one / PINNED_SPEEDUP)
+        parts.append(f"{said}; the copy to the device, from pinned memory at {PINNED_SPEEDUP:.0f}x the pageable "
+                     f"rate on a side stream, overlaps the next batch's hand-off")
     gain = {k: (step - floors[k]) / step for k in floors}
     # the slow end may be slower than now: a hand-off slower than the loading it replaces (said, not clamped)
     p = _out("prefetch", step, touches, io, gain["point"], gain["high"], gain["low"], "; ".join(parts))
     if gain["high"] < 0:   # floors["high"]: the slowest hand-off
         p["low_share"] = gain["high"]
+    if gain["point"] < 0:   # the hand-off costs more than the loading it replaces: a slower step, said as such
+        p.update(gain_share=gain["point"], step_after_s=floors["point"], worth=False,
+                 why_not=f"predicted to make the step slower ({step * 1e3:.1f} → {floors['point'] * 1e3:.1f} ms): "
+                         f"the training process would spend longer receiving each batch from a worker than it "
+                         f"now spends loading it")
     return p
 
 

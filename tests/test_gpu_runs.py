@@ -117,7 +117,13 @@ def test_pageable_copies_are_named(reports):
         pytest.skip("h2d_base not recorded")
     s = reports["h2d_base"]
     f = [f for f in s["findings"] if f["kind"] == "pageable-h2d"]
-    assert f and f[0]["fixes"] == ["prefetch"] and "pageable" in f[0]["message"]
+    assert f and "pageable" in f[0]["message"]
+    # its fix, prefetch, is left out: workers' hand-off of 77 MB batches is predicted to cost more than the loading
+    # (the recorded h2d_p / h2d_auto runs measured 39.6 / 34.4 ms against 30.2)
+    assert f[0]["fixes"] == [] and "slower" in s["advice_left_out"]["prefetch"]
+    from haiprof.render.console import verdict_lines
+    lines = "\n".join(verdict_lines(s, "report.html"))
+    assert "also pageable-h2d" in lines and "--fix prefetch" not in lines   # the console offers no left-out fix
     assert s["launch"]["copies"]["pageable"] == s["launch"]["copies"]["copies"] > 0
 
 

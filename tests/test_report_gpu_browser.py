@@ -40,11 +40,14 @@ def _check_page(browser, d, tmp_path, name):
 def test_pageable_copies_say_pin_memory(browser, gpu_reports, tmp_path):  # noqa: F811
     d = _report(gpu_reports, "h2d_base")
     s = load_summary(d)
-    assert s["next_steps"][0]["fix"] == "prefetch"
+    # prefetch is not offered: handing 77 MB batches over from workers is predicted to cost more than loading them
+    # on the training thread (the recorded h2d_p / h2d_auto runs: 39.6 / 34.4 ms against 30.2)
+    assert "prefetch" not in [a.get("fix") for a in s["next_steps"]] and "prefetch" in s["advice_left_out"]
     assert s["gpu"]["copies"][0]["kind"] == "HtoD pageable"
     page = _check_page(browser, d, tmp_path, "h2d_base")
     text = page.locator("#next").inner_text()
-    assert "pin" in text.lower() and "pageable" in text and "haiprof run --fix prefetch" in text
+    assert "prefetch" in text and "slower" in text and "haiprof run --fix prefetch" not in text
+    assert "pageable" in page.locator("#findings").inner_text()
     # the GPU section: busy/idle per step drawn, idle split by host cause, copies with bandwidth
     assert page.locator("#fig-gpu-steps .bars path").count() >= 20
     assert "waiting for the DataLoader" in page.locator("#gpu-idle").inner_text()

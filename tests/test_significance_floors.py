@@ -187,7 +187,8 @@ def test_pin_memory_is_the_title_only_where_pageable_copies_take_the_step():
     ("launch_base", False, False),   # 6 pageable copies, 5.5 µs in all: 0.1% of GPU time
     ("io_base", False, False),       # 19 µs of copies on a GPU idle 97% of the step
     ("compute_a", True, True),       # 15.5 ms of 6.5 GB/s copies: 5% of the traced time, 8% of the step
-    ("h2d_base", True, True),        # 77 MB batches: 32% of the traced time, 31% of the step
+    # 77 MB batches: 32% of the traced time, 31% of the step; pinning's fix (prefetch) is predicted slower there
+    ("h2d_base", True, False),
 ])
 def test_recorded_pageable_findings_above_the_floor_only(gpu_reports, name, pageable, pin_title):
     d, r = gpu_reports([name])[name]

@@ -10,7 +10,9 @@ def verdict_lines(summary: dict, report_path) -> list[str]:
         lines.append(f"haiprof:   {what} {first['predicted']['text']}")
     for f in summary.get("findings", [])[:4]:
         if f["kind"] != summary["bottleneck"] and f["severity"] in ("high", "moderate"):
-            lines.append(f"haiprof:   also {f['kind']} ({f['severity']}): {f['message']}")
+            fixes = ", ".join(f"--fix {x}" for x in f.get("fixes") or [])   # left-out fixes are dropped already
+            lines.append(f"haiprof:   also {f['kind']} ({f['severity']}): {f['message']}"
+                         + (f" ({fixes})" if fixes else ""))
     if summary.get("exit_code") not in (0, None):
         lines.append(f"haiprof: the script exited with code {summary['exit_code']}")
     lines.append(f"haiprof: report: {report_path}")
