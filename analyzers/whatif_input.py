@@ -112,10 +112,19 @@ def prefetch(s: dict) -> dict:
         reads = _storage_reads(s, frac)
         probe = (s.get("read_probe") or {}) if reads else {}
         par = _parallel(probe, n)
-        produce = fetch / par["point"] if par else fetch / eff
-        for k in floors:   # reads from local storage: the device's measured speedup for N readers, else the
-            # slow end a device that reads no faster for them
-            floors[k] = max(floors[k], fetch / par[k] if par else fetch if reads and k == "high" else produce)
+        produce = fetch / eff
+        if reads:   # a fetch = its CPU (spread over the cores) + its wait on the device (as fast as the device
+            # serves n readers: the read probe's speedup, else assumed n times; the range's slow end, no faster)
+            cpu = max(fetch * (frac or 0.0) / min(n, cores), fetch / n)
+            wait = fetch * (1 - (frac or 0.0))
+            speed = par or {"point": float(n), "low": float(n), "high": 1.0}
+            made = {k: max(cpu, wait / speed[k]) for k in floors}
+            produce = made["point"]
+            for k in floors:
+                floors[k] = max(floors[k], made[k])
+        else:
+            for k in floors:
+                floors[k] = max(floors[k], produce)
         parts.append(f"{n} workers produce a batch every {produce * 1e3:.1f} ms ({fetch * 1e3:.1f} ms per fetch, "
                      f"{100 * (frac or 0):.0f}% CPU, {cores} cores)")
         if par:
@@ -129,8 +138,8 @@ def prefetch(s: dict) -> dict:
             why = probe.get("not_measured")
             parts.append(f"the loader reads local storage ({reads / 2**20:.0f} MiB/s with one reader): that assumes "
                          f"the device serves {n} readers in parallel; the range's slow end, one batch every "
-                         f"{fetch * 1e3:.1f} ms, a device that reads no faster for them (its parallel rate is not "
-                         f"measured{': ' + why if why else ''})")
+                         f"{floors['high'] * 1e3:.1f} ms, a device that reads no faster for them (its parallel rate "
+                         f"is not measured{': ' + why if why else ''})")
     nbytes, rate = _batch_bytes(s)
     if nbytes and rate:
         one = nbytes / rate

@@ -125,3 +125,25 @@ def test_nodes_carry_their_infiniband_rates(tmp_path):
     assert nodes["node001"]["links"]["infiniband"]["mlx5_0:1"]["rx_bytes_per_s_mean"] == 2.9e9
     assert not nodes["node000"]["links"]["infiniband"]
     assert "IB mlx5_0:1: tx 3100.0 rx 2900.0 MB/s of 200 Gb/s, peak 40%" in (job / "report.html").read_text()
+
+
+def test_a_jobs_verdict_quotes_its_fixes_prediction_as_a_runs_does(tmp_path):
+    """The merged job summary predicts each offered fix from the job's own step (analyzers/whatif.py), and its
+    headline, "do this next" and console quote that one prediction (the recorded 2-rank gloo job: exposed
+    communication, --fix compress)."""
+    import shutil
+    job = tmp_path / "job"
+    shutil.copytree(REPO / "tests" / "data" / "ddp_rank200", job)
+    r = run_haiprof("report", job)
+    assert r.returncode == 0, r.stderr[-2000:]
+    s = load_summary(job)
+    assert s["bottleneck"] == "communication"
+    p = s["predictions"]["compress"]
+    step = s["step_time_s"]["steady"]
+    comm = next(f for f in s["findings"] if f["kind"] == "communication")
+    assert 0 < p["gain_share"] <= p["touches_share"] <= comm["share"] + 1e-9
+    assert p["step_s"] == step
+    assert f"predicted {p['gain_share'] * step * 1e3:.1f} ms" in s["headline"]
+    first = s["next_steps"][0]
+    assert first["fix"] == "compress" and first["predicted"]["text"] == p["text"]
+    assert p["text"] in r.stderr   # the console line quotes the same

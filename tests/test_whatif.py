@@ -261,8 +261,9 @@ def test_a_loader_reading_local_storage_keeps_a_device_that_reads_no_faster_in_i
     disk = whatif.predict("prefetch", local)
     assert disk["gain_share"] == pytest.approx(remote["gain_share"])   # the point: the same parallel workers
     assert remote["low_share"] == pytest.approx(remote["gain_share"])
-    fetch = 0.8 / 10   # wall per fetch: the slow end is one batch per fetch
-    assert disk["low_share"] == pytest.approx(max(-1.0, (0.1 - max(0.02, fetch)) / 0.1))
+    fetch = 0.8 / 10   # wall per fetch, 10% of it CPU: the slow end is the device's wait for one reader, 72 ms a
+    # batch (the CPU part spreads over the workers and cores)
+    assert disk["low_share"] == pytest.approx(max(-1.0, (0.1 - max(0.02, 0.9 * fetch)) / 0.1))
     assert disk["low_share"] < disk["gain_share"] and "reads local storage (84 MiB/s" in disk["assumed"]
     slow = whatif.predict("prefetch", {**local, "findings": [{**local["findings"][0], "evidence": {"input_split": {
         **local["findings"][0]["evidence"]["input_split"], "loader_thread": {"waits": 10, "wall_s": 1.2,

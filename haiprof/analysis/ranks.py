@@ -29,10 +29,11 @@ from haiprof.analyzers import slow_link
 from haiprof.analyzers import steps as step_analysis
 from haiprof.analyzers import thresholds as T
 from haiprof.analyzers import verdict
+from haiprof.analyzers import whatif
 
 from ..rundir import GATHER_FILE, SCHEMA_VERSION, RunDir
 from . import rank_digest
-from .summary import RunData, analyze
+from .summary import RunData, analyze, drop_left_out_fixes
 
 RANK_DIR = re.compile(r"^rank-(\d+)$")
 # The reference rank's raw data is read for its charts up to this many steps (well under a second); a longer run's
@@ -252,16 +253,18 @@ def analyze_job(run_dir: RunDir) -> RunData:
             lead = link
             headline = slow_link.headline(link, verdict.LABEL["communication"], split.get("exposed_share", 0.0),
                                           stats["steady"])
+    suffix = ""   # after the verdict's sentence, which the fixes' predictions may re-word below
     if not gathering:
-        headline += " (This directory holds this node's ranks only; the merged report is in rank 0's directory.)"
+        suffix += " (This directory holds this node's ranks only; the merged report is in rank 0's directory.)"
     for nd in ([] if lead else spread.get("nodes", [])[:3]):
-        headline += f" Slow node: {nd['host']} ({len(nd['slow_ranks'])} of its {nd['ranks_on_node']} ranks)."
+        suffix += f" Slow node: {nd['host']} ({len(nd['slow_ranks'])} of its {nd['ranks_on_node']} ranks)."
     if slow and not lead:
-        headline += f" Straggler: rank {slow[0]['rank']} ({slow[0]['cause']})."
+        suffix += f" Straggler: rank {slow[0]['rank']} ({slow[0]['cause']})."
     bad = [p for p in problems]
     if bad:
-        headline += " " + "; ".join(f"rank {p['rank']} {p['status']} (exit {D.exit_text(p['exit_code'])})"
-                                    for p in bad) + "."
+        suffix += " " + "; ".join(f"rank {p['rank']} {p['status']} (exit {D.exit_text(p['exit_code'])})"
+                                  for p in bad) + "."
+    headline += suffix
     hosts: dict = {}
     for r in rows:
         if r.get("host"):
@@ -300,7 +303,16 @@ def analyze_job(run_dir: RunDir) -> RunData:
         summary["launch"] = launch
         summary["script_uses"] = ref.summary.get("script_uses") or {}
         summary["trace_rank"] = ref.meta.get("rank")
-    summary["advice_left_out"] = actions.left_out(summary)
+    # each fix's what-if on the job's step, as for a run; a late rank's own fix is the culprit analysis's to weigh
+    # (what the others wait for that rank), not a what-if of the job's averaged phases
+    own = {x for f in summary["findings"] if f["kind"] == "straggler" for x in f.get("fixes") or []}
+    summary["predictions"] = {x: p for x, p in whatif.predict_all(summary).items() if x not in own}
+    left_out = summary["advice_left_out"] = actions.left_out(summary)
+    drop_left_out_fixes(summary["findings"], left_out)   # no fix offered anywhere that the advice leaves out
+    summary["findings"] = checked(summary["findings"])
+    top = next((f for f in summary["findings"] if f["kind"] == bottleneck), None)
+    if top is not None and not lead and n >= T.MIN_STEPS:   # the verdict quotes its first fix's prediction
+        summary["headline"] = verdict.headline(top, stats["steady"], left_out, summary["predictions"]) + suffix
     summary["next_steps"] = actions.rank(summary)   # "do this next" for the job, as for a single process
     if ref is None:
         return RunData(run_dir, meta, summary, ranks_grid=grid)

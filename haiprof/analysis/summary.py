@@ -209,7 +209,7 @@ def analyze(run_dir: RunDir, extra_findings: list | None = None, run: Run | None
                                             summary["predictions"])) + suffix
     if stall:
         summary["headline"] = stall["headline"] + suffix
-    _drop_left_out_fixes(summary["findings"], left_out)
+    drop_left_out_fixes(summary["findings"], left_out)
     summary["findings"] = checked(summary["findings"])   # the contract, after the last in-place edit
     summary["next_steps"] = gpu_analysis.next_steps(summary)   # "do this next", ranked
     if stall and summary["next_steps"] is not None:
@@ -225,7 +225,7 @@ def analyze(run_dir: RunDir, extra_findings: list | None = None, run: Run | None
                    device_steady=device["steady_index"] if device is not None else np.zeros(0, dtype=np.int64))
 
 
-def _drop_left_out_fixes(findings: list, left_out: dict) -> None:
+def drop_left_out_fixes(findings: list, left_out: dict) -> None:
     """No fix is offered anywhere on the page for what the script already does (or this run applied): each
     finding keeps the others; the left-out ones go to its evidence with the reason."""
     for i, f in enumerate(findings):
