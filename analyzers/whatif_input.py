@@ -2,8 +2,9 @@
 stays at least what the workers produce (time per fetch over the workers the fix starts) and what the main process
 still does with each batch (the hand-off from a worker, measured by the run's probe or assumed in copies at the
 traced copy rate, then the copy to the device); its range may end slower than now. A loader waiting on local
-storage reads gets as much faster as the device read for N readers after the run (collectors/read_probe.py:
-`read_probe` in the summary), else the point assumes N times. An existing worker pool is left alone: only the copy
+storage reads: each fetch's wait gets as much faster as the device read for N readers after the run
+(collectors/read_probe.py: `read_probe` in the summary), else the point assumes N times; its CPU part spreads over
+the workers and cores. An existing worker pool is left alone: only the copy
 to the device is hidden. Pure: a summary in, a prediction out."""
 from __future__ import annotations
 
