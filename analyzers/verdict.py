@@ -187,7 +187,12 @@ def headline(top: dict, step_s: float | None, left_out: dict | None = None, pred
     share, gain = top.get("share", 0.0), removable(top)
     step = f" of the {step_s * 1e3:.1f} ms step" if step_s else " of the step"
     subject = SUBJECT.get((top["kind"], clock_of(top)), f"{top['kind']} took")
-    sentence = f"{LABEL[top['kind']]} ({top['severity']}): {subject} {_pct(share)}{step}"
+    exposed = (top.get("evidence") or {}).get("exposed_comm_share") if top["kind"] == "communication" else None
+    waiting = ""
+    if isinstance(exposed, (int, float)) and exposed > share + 0.005:   # graded on the transfer: say which part
+        subject = "the exposed gradient transfer took"
+        waiting = f" (exposed communication {_pct(exposed)}: the rest waits for the slowest rank)"
+    sentence = f"{LABEL[top['kind']]} ({top['severity']}): {subject} {_pct(share)}{step}{waiting}"
     # an input-bound verdict names which (analyzers/input_split.py): storage, latency or preprocessing
     split = re.search(r"\b(storage|latency|preprocessing)-bound\b", top.get("message") or "")
     if top["kind"] == "io" and split:
