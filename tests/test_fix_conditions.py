@@ -160,6 +160,15 @@ def test_interleaved_passes_give_the_speedup_with_its_spread(tmp_path):
     assert "interleaved A/B (2 pass pairs" in (tmp_path / "fixed" / "report.html").read_text()
 
 
+def test_interleaved_passes_are_longer_for_a_fix_that_starts_workers():
+    from haiprof.runtime.fixrun import DIAGNOSIS_STEPS, WORKER_PASS_STEPS, pass_steps
+    # workers deliver batches in rounds: a 20-step pass holds too few of them to time the pool's steady rate
+    assert pass_steps(None, {"prefetch": None}) == WORKER_PASS_STEPS > DIAGNOSIS_STEPS
+    assert pass_steps(None, {"prefetch": None, "amp": None}) == WORKER_PASS_STEPS
+    assert pass_steps(None, {"amp": None}) == DIAGNOSIS_STEPS
+    assert pass_steps(8, {"prefetch": None}) == 8   # the user's --steps wins
+
+
 def test_interleave_needs_fix(tmp_path):
     r = run_haiprof("run", "--interleave", "2", "--out", tmp_path / "r", WORKLOAD)
     assert r.returncode == 2 and r.stderr.strip().count("\n") == 0 and "--interleave" in r.stderr, r.stderr

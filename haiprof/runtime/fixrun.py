@@ -31,6 +31,10 @@ FIXES_FILE = "fixes.json"
 LOSSES_FILE = "losses.json"
 LOSSES_STREAM = "losses.txt"   # written as the run goes (collectors/loss.py): what a killed run keeps
 DIAGNOSIS_STEPS = 20
+# --interleave's passes when a fix starts DataLoader workers and no --steps is given: a pool delivers batches in
+# rounds of up to its size (at most 16 workers), and a 20-step pass holds one to three rounds, its steady step off
+# by up to one of them; 60 steps hold four or more
+WORKER_PASS_STEPS = 60
 DIAGNOSIS_ENV = "HAIPROF_DIAGNOSIS_PASS"   # set for the diagnosis run: it stops at its last step (session.py)
 
 
@@ -290,11 +294,16 @@ def _pass(opts, parent: Path, target_name: str, steps: int, label: str, fix: str
     return (d, s) if s is not None else None
 
 
+def pass_steps(steps: int | None, requested) -> int:
+    """The steps of each --interleave pass: the user's --steps, else longer passes for a fix that starts workers."""
+    return steps or (WORKER_PASS_STEPS if "prefetch" in (requested or {}) else DIAGNOSIS_STEPS)
+
+
 def _interleave(opts, parent: Path, target_name: str, p: FixPlan) -> tuple | None:
     """--interleave N: N pairs of short passes, baseline then fixed, right before the run; the last baseline pass
     is the run's own baseline (loss guard, per-phase before/after). Pairs where either pass failed are dropped."""
     from haiprof.fixes import format_spec
-    steps, n, spec = opts.steps or DIAGNOSIS_STEPS, opts.interleave, format_spec(p.requested)
+    steps, n, spec = pass_steps(opts.steps, p.requested), opts.interleave, format_spec(p.requested)
     if not opts.quiet:
         say(f"haiprof: --fix {spec}: {n} baseline and {n} fixed passes of {steps} steps, alternated, before the "
             f"run: each pair measured in the same conditions")
