@@ -100,6 +100,27 @@ def _comm(f: dict, s: dict) -> dict:
     return {"title": title, "reason": f["message"], "gain_share": removable(f)}
 
 
+def _handoff_slower(s: dict) -> dict | None:
+    """The prefetch what-if where workers' hand-off of each batch would cost more than loading it on the training
+    thread (analyzers/whatif_input.py: large batches); None otherwise."""
+    p = (s.get("predictions") or {}).get("prefetch")
+    return p if p and p.get("slower_by") == "hand-off" and p.get("batch_bytes") else None
+
+
+def _fewer_bytes(f: dict, s: dict) -> dict:
+    """Advice, no fix id: the bytes each batch carries are the wait, and workers cannot hide them."""
+    p = _handoff_slower(s) or {}
+    mb, step = p.get("batch_bytes", 0) / 1e6, p.get("step_s") or 0.0
+    after = p.get("step_after_s") or 0.0
+    return {"title": "Send fewer bytes per batch: uint8 or bf16 samples, converted and normalised on the GPU",
+            "reason": f"each step moves {mb:.0f} MB of input from the loader to the GPU, collated on the training "
+                      f"thread and copied from pageable memory ({_pct(f.get('share', 0.0))} of the step waits "
+                      f"for it); DataLoader workers would take longer to hand each batch over than loading takes "
+                      f"now (predicted {step * 1e3:.1f} → {after * 1e3:.1f} ms), so fewer bytes is what shrinks "
+                      f"both the collation and the copy",
+            "gain_share": 0.0}   # no what-if of its own: it names what to change, not what it gives
+
+
 def _memory(f: dict, s: dict) -> dict:
     return {"title": "Free device memory: mixed precision or activation checkpointing", "reason": f["message"],
             "gain_share": 0.0}
@@ -170,13 +191,14 @@ def rank(summary: dict) -> list[dict]:
         if f.get("kind") == "straggler" and not culprit:
             continue   # a slow rank named in the list, not one the job waits for first
         # advice with no haiprof fix to try: FSDP's own settings, a rank's cause, the torch threads
-        manual = _fsdp(f) or culprit or f.get("kind") == "threads"
+        fewer_bytes = f.get("kind") == "io" and _handoff_slower(summary) is not None
+        manual = _fsdp(f) or culprit or f.get("kind") == "threads" or fewer_bytes
         if build is None or f.get("severity") == "info" or not (f.get("fixes") or manual):
             continue
         fixes = by_prediction([x for x in f.get("fixes") or [] if x not in skip], preds)
         if not manual and (not fixes or fixes[0] in seen):
             continue
-        a = build(f, summary)
+        a = _fewer_bytes(f, summary) if fewer_bytes and not fixes else build(f, summary)
         if f["kind"] == "launch" and fixes[0] != f["fixes"][0]:   # the title follows the fix it recommends
             a = build({**f, "fixes": fixes}, summary)
         if f["kind"] == "compute" and fixes[0] != "amp":

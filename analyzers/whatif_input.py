@@ -155,7 +155,8 @@ def prefetch(s: dict) -> dict:
     if gain["high"] < 0:   # floors["high"]: the slowest hand-off
         p["low_share"] = gain["high"]
     if gain["point"] < 0:   # the hand-off costs more than the loading it replaces: a slower step, said as such
-        p.update(gain_share=gain["point"], step_after_s=floors["point"], worth=False,
+        p.update(gain_share=gain["point"], step_after_s=floors["point"], worth=False, slower_by="hand-off",
+                 batch_bytes=nbytes,
                  why_not=f"predicted to make the step slower ({step * 1e3:.1f} → {floors['point'] * 1e3:.1f} ms): "
                          f"the training process would spend longer receiving each batch from a worker than it "
                          f"now spends loading it")

@@ -47,6 +47,8 @@ def test_pageable_copies_say_pin_memory(browser, gpu_reports, tmp_path):  # noqa
     page = _check_page(browser, d, tmp_path, "h2d_base")
     text = page.locator("#next").inner_text()
     assert "prefetch" in text and "slower" in text and "haiprof run --fix prefetch" not in text
+    # what it is told instead: the bytes each batch carries are the wait
+    assert s["next_steps"][0]["title"].startswith("Send fewer bytes per batch") and "77 MB" in text
     assert "pageable" in page.locator("#findings").inner_text()
     # the GPU section: busy/idle per step drawn, idle split by host cause, copies with bandwidth
     assert page.locator("#fig-gpu-steps .bars path").count() >= 20

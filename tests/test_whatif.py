@@ -309,6 +309,22 @@ def test_an_unmeasured_hand_off_of_large_batches_says_so_and_its_range_reaches_a
         {"kind": "HtoD pageable", "bytes": 1e6, "gb_per_s": 9.2}]}}) is None   # small batches: not worth a probe
 
 
+def test_batches_workers_cannot_hand_over_in_time_get_fewer_bytes_advice_and_no_fix():
+    from haiprof.analyzers import actions
+
+    def first(s: dict) -> dict:
+        s = {**s, "findings": [{**s["findings"][0], "severity": "high"}]}
+        s["predictions"] = whatif.predict_all(s, ["prefetch"])
+        s["advice_left_out"] = actions.left_out(s)
+        return actions.rank(s)[0]
+
+    slow = first(_h2d_run())   # 77 MB a step: the hand-off predicted slower than loading on the training thread
+    assert slow["fix"] is None and slow["title"].startswith("Send fewer bytes per batch")
+    assert "77 MB" in slow["reason"] and slow["gain_share"] == 0.0   # no gain claimed without a what-if
+    fast = first(_h2d_run({"handoff_bytes_per_s": 20e9, "bytes": 77e6}))   # a fast hand-off: workers it is
+    assert fast["fix"] == "prefetch" and not fast["title"].startswith("Send fewer")
+
+
 def test_a_measured_hand_off_sets_the_prediction():
     fast = whatif.predict("prefetch", _h2d_run({"handoff_bytes_per_s": 20e9, "bytes": 77e6}))
     slow = whatif.predict("prefetch", _h2d_run({"handoff_bytes_per_s": 2.0e9, "bytes": 77e6}))
