@@ -107,9 +107,9 @@ def _handoff_slower(s: dict) -> dict | None:
     return p if p and p.get("slower_by") == "hand-off" and p.get("batch_bytes") else None
 
 
-def _fewer_bytes(f: dict, s: dict) -> dict:
-    """Advice, no fix id: the bytes each batch carries are the wait, and workers cannot hide them."""
-    p = _handoff_slower(s) or {}
+def _fewer_bytes(f: dict, p: dict) -> dict:
+    """Advice, no fix id: the bytes each batch carries are the wait, and workers cannot hide them (`p`: the
+    prefetch what-if that found the hand-off slower, _handoff_slower)."""
     mb, step = p.get("batch_bytes", 0) / 1e6, p.get("step_s") or 0.0
     after = p.get("step_after_s") or 0.0
     return {"title": "Send fewer bytes per batch: uint8 or bf16 samples, converted and normalised on the GPU",
@@ -184,6 +184,7 @@ def rank(summary: dict) -> list[dict]:
     if summary.get("steps_measured", summary.get("steps", 0)) < T.MIN_STEPS:
         return []    # too few measured steps: nothing to act on
     out, seen = [], set()
+    slower = _handoff_slower(summary)   # workers would hand large batches over slower than they load now
     # a job's culprits first, slowest first: their action claims its fix before a job-wide finding's
     for f in sorted(summary.get("findings", []), key=_culprit_order):
         build = BUILDERS.get(f.get("kind"))
@@ -191,14 +192,14 @@ def rank(summary: dict) -> list[dict]:
         if f.get("kind") == "straggler" and not culprit:
             continue   # a slow rank named in the list, not one the job waits for first
         # advice with no haiprof fix to try: FSDP's own settings, a rank's cause, the torch threads
-        fewer_bytes = f.get("kind") == "io" and _handoff_slower(summary) is not None
+        fewer_bytes = f.get("kind") == "io" and slower is not None
         manual = _fsdp(f) or culprit or f.get("kind") == "threads" or fewer_bytes
         if build is None or f.get("severity") == "info" or not (f.get("fixes") or manual):
             continue
         fixes = by_prediction([x for x in f.get("fixes") or [] if x not in skip], preds)
         if not manual and (not fixes or fixes[0] in seen):
             continue
-        a = _fewer_bytes(f, summary) if fewer_bytes and not fixes else build(f, summary)
+        a = _fewer_bytes(f, slower) if fewer_bytes and not fixes else build(f, summary)
         if f["kind"] == "launch" and fixes[0] != f["fixes"][0]:   # the title follows the fix it recommends
             a = build({**f, "fixes": fixes}, summary)
         if f["kind"] == "compute" and fixes[0] != "amp":
