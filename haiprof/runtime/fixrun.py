@@ -33,7 +33,7 @@ LOSSES_STREAM = "losses.txt"   # written as the run goes (collectors/loss.py): w
 DIAGNOSIS_STEPS = 20
 # --interleave's passes when a fix starts DataLoader workers and no --steps is given: a pool delivers batches in
 # rounds of up to its size (at most 16 workers), and a 20-step pass holds one to three rounds, its steady step off
-# by up to one of them; 60 steps hold four or more
+# by up to one of them; 60 steps hold four or more for pools of up to 15 (a 16-worker pool gets 3.75)
 WORKER_PASS_STEPS = 60
 DIAGNOSIS_ENV = "HAIPROF_DIAGNOSIS_PASS"   # set for the diagnosis run: it stops at its last step (session.py)
 
