@@ -25,6 +25,7 @@ a tracing window touched are skipped: the profiler slows them.
 """
 from __future__ import annotations
 
+import math
 from dataclasses import dataclass
 
 RING = 32            # ordinary step times kept for the rolling median
@@ -64,7 +65,8 @@ class AnomalyDetector:
         self.lead_ns = int(lead_ns)
         self._ring = [0] * RING
         self._recent = [0] * RECENT
-        self._plan = None            # a period in time learned: (due ns, period ns, seen step, step-period due, period)
+        self._plan = None            # a period in time learned: (due ns, period ns, seen step, step-period due, period,
+                                     # the stall's time over the median)
         self._traced_times: list = []   # periods in time traced (bounded by the budget: one a learned period)
         self._n = 0                  # ordinary steps seen (the ring holds min(n, RING) of them)
         self._median = 0
@@ -73,6 +75,7 @@ class AnomalyDetector:
         self._run = 0                # anomalous steps in a row
         self._traced_periods: set = set()   # a period traced once is not traced again (bounded by the budget)
         self.anomalies = 0           # how many were seen (the end-of-run status line)
+        self.stall_ns = 0            # the last occurrence's time over the median: what each period adds to a lead
 
     @property
     def median_ns(self) -> int:
@@ -105,10 +108,11 @@ class AnomalyDetector:
         period_ns = self._period_in_time(start_ns, duration_ns) if start_ns >= 0 else None
         self._seen[self._k % ANOMALIES] = (step, duration_ns, start_ns)
         self._k += 1
+        self.stall_ns = duration_ns - med
         # a multiple of a period already traced is that stall again, an occurrence apart (one was traced, so the
-        # detector never saw its time)
+        # detector never saw its time): not asked for again, by steps or by time
         if period is not None and any(period % p <= 1 or p - period % p <= 1 for p in self._traced_periods):
-            period = None
+            return None
         if period_ns is not None and (self._plan is not None or any(
                 abs(period_ns - m * p) <= TIME_TOL * med for p in self._traced_times
                 for m in range(1, 1 + max(1, round(period_ns / p))))):
@@ -117,32 +121,48 @@ class AnomalyDetector:
             self._traced_times.append(period_ns)
             if period is not None:
                 self._traced_periods.add(period)
-            self._plan = (start_ns + period_ns, period_ns, step, None if period is None else step + period, period)
+            self._plan = (start_ns + period_ns, period_ns, step, None if period is None else step + period, period,
+                          duration_ns - med)
             return self._due_by_time(step, end_ns)
         if period is None:
             return None
         self._traced_periods.add(period)
+        # its period in time too (from the occurrence a period back), so the clock does not ask for it again
+        back = [t for s, _, t in self._seen if abs(step - period - s) <= 1 and 0 <= t < start_ns]
+        if back:
+            self._traced_times.append(start_ns - back[0])
         due = step + period
         # recorded steps are open_at+1 .. open_at+3 (0-based): the due step in the middle
         return Ask(open_at=max(step + 1, due - 2), due=due, period=period, seen=step)
 
     def _due_by_time(self, step: int, now_ns: int) -> Ask | None:
-        """The window of a period in time, once its due time is close: the step expected to contain it."""
-        due_ns, period_ns, seen, step_due, period = self._plan
+        """The window of a period in time, once its due time is close: the step expected to contain it. Asked for
+        lead_ns ahead (a job's ranks hear of it first), a stall due sooner is skipped for a later one, whole periods
+        on, and each stall between now and then counts for its time, not as ordinary steps."""
+        due_ns, period_ns, seen, step_due, period, stall_ns = self._plan
         r = sorted(self._recent[:min(self._n, RECENT)])
         per = r[len(r) // 2] if self.lead_ns <= 0 else self._median   # far ahead: the rolling median
         if per <= 0:
             return None
-        if due_ns - now_ns < 1.5 * per:   # too close to trace (the warm-up step comes first): the next one
-            due_ns += period_ns * (1 + int((now_ns + 1.5 * per - due_ns) // period_ns))
-        ahead = (due_ns - now_ns) / per      # steps to go until the due time
-        if ahead >= DUE_AHEAD + (self.lead_ns / per + 1 if self.lead_ns > 0 else 0):
-            self._plan = (due_ns, period_ns, seen, step_due, period)
+        soonest = 1.5 * per + self.lead_ns   # the warm-up step comes first, and every rank must hear of it
+        moved = 0
+        if due_ns - now_ns < soonest:        # too close to trace: the next one that is not
+            moved = 1 + int((now_ns + soonest - due_ns) // period_ns)
+            due_ns += moved * period_ns
+            step_due = None if step_due is None else step_due + moved * period
+        latest = (DUE_AHEAD + 1) * per + self.lead_ns if self.lead_ns > 0 else DUE_AHEAD * per
+        # far ahead, a stall between now and then jumps the time to go past the last moment: asked at once
+        if due_ns - now_ns >= latest and not (moved and self.lead_ns > 0):
+            self._plan = (due_ns, period_ns, seen, step_due, period, stall_ns)
             return None
         self._plan = None
+        between = max(0, math.ceil((due_ns - now_ns) / period_ns) - 1)   # stalls due before this one
+        ahead = (due_ns - now_ns - between * max(0, stall_ns)) / per      # ordinary steps to go until the due time
         due = step + 1 + int(round(ahead))   # the step now starting is step + 1, it starts now
-        if step_due is not None and abs(step_due - due) <= 1 and step_due - 2 > step:
-            due = step_due                   # a step-counted stall: its exact step
+        # a step-counted stall: its exact step, when the two agree within a step, and a step more for each stall
+        # between (each starts up to a step late: an estimate some periods ahead is that much looser)
+        if step_due is not None and abs(step_due - due) <= 1 + between and step_due - 2 > step:
+            due = step_due
         else:
             period = None
         return Ask(open_at=due - 2, due=due, period=period, seen=seen, period_s=period_ns / 1e9)

@@ -111,7 +111,12 @@ class TraceRequests:
             if len(self._pending) >= MAX_PENDING:
                 self._status("trace-request", False, f"{why}: not queued, {MAX_PENDING} windows already waiting")
                 return
-            self._pending.append((at_step, max(1, int(steps)), why, ask))
+            # in step order (a request for "now" first): a window asked for earlier steps than one already
+            # waiting must not queue behind it
+            key = -1 if at_step is None else at_step
+            at = next((i for i, (a, *_) in enumerate(self._pending) if (-1 if a is None else a) > key),
+                      len(self._pending))
+            self._pending.insert(at, (at_step, max(1, int(steps)), why, ask))
 
     def poll(self) -> None:
         """Take a request `haiprof trace` left in control/, exchange the flight recorder's asks with the job's
@@ -195,7 +200,7 @@ class TraceRequests:
             return
         if self._share is not None and (ask.period or ask.period_s):   # every rank traces it: placed where they
             # all hear of it first
-            ask = self._share.lead(ask, completed, self._anomaly.median_ns)
+            ask = self._share.lead(ask, completed, self._anomaly.median_ns, self._anomaly.stall_ns)
             self._share.publish(ask)
         self._ask(ask, ANOMALY_WHY)
 

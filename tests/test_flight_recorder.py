@@ -40,6 +40,43 @@ def test_a_jittered_period_is_learned_and_a_multiple_is_not_asked_again():
     assert [(s, a.period, a.due) for s, a in asks.items()] == [(81, 20, 101)]   # 40 later: the same stall twice
 
 
+def test_a_stall_asked_for_by_its_step_period_is_not_asked_again_by_its_clock():
+    # stalls every 20 steps; the first four of unlike lengths (120, 160 ms: their starts 310, 350 ms apart, no
+    # period in time), then of one length: the step period is learned at 80, the period in time at 160. It is
+    # the same stall: one window, not a second one (each takes one of the flight recorder's two)
+    slow = {20: 120, 40: 160, 60: 120, 80: 160, **{s: 120 for s in range(100, 400, 20)}}
+    det, now, asks = AnomalyDetector(), 0, {}
+    for step in range(400):
+        took = int(slow.get(step, 10) * MS)
+        now += took
+        ask = det.observe(step, took, now)
+        if ask is not None:
+            asks[step] = ask
+    assert [(s, a.period, a.due) for s, a in asks.items()] == [(80, 20, 100)], asks
+
+
+def test_a_window_asked_for_earlier_steps_does_not_queue_behind_a_later_one(tmp_path, monkeypatch):
+    """A job's ask placed 300 steps on, then a nearer one: the nearer is opened at its step (a queue in order of
+    asking held it behind the far one, and neither was traced)."""
+    import torch
+    from haiprof.collectors.trace_requests import TraceRequests
+    from haiprof.rundir.vocabulary import WINDOW_MARK
+    from test_trace_window import _FakeKineto
+    monkeypatch.setattr(torch.profiler, "profile", _FakeKineto)
+    from haiprof.collectors.trace_window import TraceWindow
+    records, status = [], []
+    first = TraceWindow(tmp_path, records.append, lambda *a: status.append(a), warmup_steps=10**9, active_steps=3)
+    req = TraceRequests(tmp_path, records.append, lambda *a: status.append(a), first)
+    req.request(3, 300, "far")
+    req.request(3, 40, "near")
+    req.request(3, None, "now")
+    assert [(at, why) for at, _, why, _ in req._pending] == [(None, "now"), (40, "near"), (300, "far")]
+    for n in range(1, 60):
+        req.on_step(n)
+    req.close()
+    assert [r[3] for r in records if r[0] == WINDOW_MARK] == [1, 40]
+
+
 def test_no_anomaly_no_window_and_noise_below_k_is_not_one():
     import random
     rnd = random.Random(0)
@@ -596,13 +633,17 @@ def test_a_stall_on_one_rank_opens_the_same_window_on_every_rank(tmp_path, monke
     del master
     marks = [[r for r in records if r[0] == ANOMALY_MARK] for _, _, records, _, _ in ranks]
     assert len(marks[0]) == 1 and len(marks[1]) == 1, marks
-    # rank 1 learned the period at its stall at 80; the window is moved whole periods on until 2 s ahead (10 ms
-    # steps: 200 steps; 6.5 s as one of 1000 ranks), so rank 0 hears of it first: both open after the same step,
-    # on the same due step
+    # rank 1 learned the period at its stall at 80; the window is moved whole periods on until 2 s ahead (6.5 s as
+    # one of 1000 ranks), each period's stall counted for its time (10 ms steps and a 150 ms one every 20: 2 s is
+    # six periods, not 200 steps), so rank 0 hears of it first: both open after the same step, on the same due step
     assert marks[0][0][3:7] == marks[1][0][3:7]
     opened, _, due, period = marks[1][0][3:7]
     lead_s = 2.0 if world == 2 else 6.5
-    assert period == 20 and due % 20 == 0 and opened == due - 2 and (opened - 81) * 10 >= lead_s * 1000
+
+    def ms_after_81(n):   # the clock from the stall's step (81 completed) to n steps completed
+        return sum(150 if (k - 1) % 20 == 0 else 10 for k in range(82, n + 1))
+    assert period == 20 and due % 20 == 0 and opened == due - 2
+    assert lead_s * 1000 <= ms_after_81(opened) < lead_s * 1000 + 340, opened   # the first due stall that far
     # rank 0's reads of the store (one add a read): every flush, or every tenth as one of 1000 ranks
     reads = calls[0].count("add")
     assert reads == (flushes if world == 2 else -(-flushes // 10)), (reads, flushes)
@@ -621,6 +662,9 @@ def test_two_rank_job_both_ranks_trace_the_stalling_ranks_step(tmp_path):
     assert r.returncode == 0, r.stderr
     traces = [sorted(p.name for p in (out / f"rank-{k}").glob("trace-step*.json.gz")) for k in (0, 1)]
     assert traces[0] and traces[0] == traces[1], traces
+    # and they hold the stall: rank 1's step 19 of every 20 (0-based) among the three recorded after the warm-up
+    opened = int(traces[0][0].removeprefix("trace-step").removesuffix(".json.gz"))
+    assert any((opened + k) % 20 == 19 for k in (1, 2, 3)), opened
     from haiprof.rundir import RunDir
     status0 = RunDir(out / "rank-0").read_status()
     name = traces[0][0].removesuffix(".json.gz")

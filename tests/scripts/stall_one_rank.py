@@ -1,5 +1,6 @@
 """A 2-rank job whose ranks step on their own (no gradient sync): rank 1 stalls every 20 steps, rank 0 never.
-Each rank trains its own small model; one barrier at the end."""
+Each rank trains its own small model; one barrier at the end. Rank 0 keeps rank 1's pace (its steps take the
+stall's share of each period: 7.5 ms more, never a slow step), as a job's ranks do: it is never 100 steps ahead."""
 import os
 import time
 
@@ -17,7 +18,7 @@ for step in range(int(os.environ.get("STEPS", "360"))):
     opt.zero_grad()
     torch.nn.functional.cross_entropy(model(x), y).backward()
     opt.step()
-    time.sleep(0.005)   # a steady step of a few ms on a loaded machine too
+    time.sleep(0.005 if rank == 1 else 0.0125)   # a steady step of a few ms on a loaded machine too
     if rank == 1 and step % 20 == 19:
         time.sleep(0.15)   # a checkpoint-like wait on this rank only
 dist.barrier()
