@@ -180,3 +180,79 @@ def test_wheel_ships_the_bootstrap():
     # its folder is a data package of its own (tests/test_packaging.py builds the wheel and finds it there)
     folder = distributed.WORKER_FILE.parent.relative_to(repo).as_posix().replace("/", ".")
     assert any(fnmatch.fnmatch(distributed.WORKER_FILE.name, g) for g in data.get(folder, [])), data
+
+
+WRAPPED = '''\
+"""The user's own {name}.py: the standard library's module (torch needs it too), with a name of its own added."""
+import os
+import sys
+
+_saved = sys.path[:]
+sys.path[:] = [p for p in sys.path if os.path.abspath(p or ".") != os.path.dirname(os.path.abspath(__file__))]
+del sys.modules[__name__]
+import {name} as _real  # noqa: E402
+sys.path[:] = _saved
+_real.WHO = "user {name}"
+sys.modules[__name__] = _real
+'''
+BESIDE = """\
+import os
+import torch
+import json, random
+if os.environ.get("WORLD_SIZE"):
+    import torch.distributed as dist
+    dist.init_process_group("gloo")
+m = torch.nn.Linear(4, 1)
+opt = torch.optim.SGD(m.parameters(), lr=0.1)
+for _ in range(5):
+    opt.zero_grad()
+    m(torch.randn(8, 4)).sum().backward()
+    opt.step()
+if os.environ.get("RANK", "0") == "0":
+    print(getattr(json, "WHO", "stdlib json"), getattr(random, "WHO", "stdlib random"))
+"""
+
+
+def test_the_users_json_and_random_beside_the_script_win_as_under_python(tmp_path):
+    """json.py and random.py beside the script: python's script imports them (torch, imported first, too). Under
+    the `haiprof` console script, one process and two ranks, the script gets them as well, not the standard modules
+    haiprof and torch imported before its folder was on sys.path."""
+    proj = tmp_path / "proj"
+    proj.mkdir()
+    for name in ("json", "random"):
+        (proj / f"{name}.py").write_text(WRAPPED.format(name=name))
+    (proj / "train.py").write_text(BESIDE)
+    cli = _cli(tmp_path)
+    common = [*cli, "run", "--quiet", "--trace-steps", "0"]
+    plain, one, ranks = in_parallel(
+        lambda: _run([sys.executable, "proj/train.py"], tmp_path),
+        lambda: _run([*common, "--out", tmp_path / "one", "proj/train.py"], tmp_path),
+        lambda: _run([*common, "--out", tmp_path / "ranks", "--nproc-per-node", "2", "proj/train.py"], tmp_path))
+    assert plain.stdout == "user json user random\n", plain.stderr[-3000:]
+    for r in (one, ranks):
+        assert r.returncode == 0 and r.stdout == plain.stdout, (r.stdout, r.stderr[-3000:])
+    assert load_summary(tmp_path / "one")["steps"] == 5   # haiprof's own report, after: the standard json again
+    _assert_profiled(tmp_path / "ranks")
+
+
+def test_only_standard_modules_imported_after_start_up_are_taken_out(tmp_path, monkeypatch):
+    """A json.py beside the script takes the cached json out (python's script would import the user's); an os.py
+    does not (python's start-up imported os: the script gets the standard one under python too), nor a name that
+    is not the standard library's; put back, the cache is as before."""
+    import json as std_json
+    import haiprof
+    from haiprof.runtime import shadowing
+    # this process is pytest's: it imported json before haiprof; the console script's start-up does not
+    monkeypatch.setattr(haiprof, "STARTUP_MODULES", frozenset(sys.modules) - {"json"})
+    for name in ("json.py", "os.py", "mylib.py", "notes.txt"):
+        (tmp_path / name).write_text("")
+    (tmp_path / "queue").mkdir()   # a folder without __init__.py: a namespace portion, which later entries beat
+    before = dict(sys.modules)
+    taken = shadowing.evict_shadowed(str(tmp_path))
+    try:
+        assert "json" in taken and "json.decoder" in taken and "json" not in sys.modules
+        assert "os" not in taken and "queue" not in taken and sys.modules["os"] is before["os"]
+    finally:
+        shadowing.restore(taken)
+    assert sys.modules["json"] is std_json and dict(sys.modules) == before
+    assert shadowing.evict_shadowed(str(tmp_path / "missing")) == {}

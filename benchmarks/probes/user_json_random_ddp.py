@@ -1,11 +1,5 @@
 """User json.py and random.py in the working directory, two ranks (issue 29.3).
 
-expected_diff: the script's own `import json` gets the standard library's on haiprof's ranks ("stdlib json stdlib
-    random"; python prints "user json user random", as a plain torchrun worker, `python train.py`, would): each rank
-    imports haiprof and torch before the script's folder is on sys.path (rank_entry, so a user module cannot break
-    them), and the script then finds those names already imported; in one process (`haiprof run` from the script's
-    folder) the user's modules win (user_json_random_local)
-
 haiprof-args: --nproc-per-node 2
 """
 import torch

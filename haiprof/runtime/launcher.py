@@ -15,6 +15,8 @@ import traceback
 from dataclasses import dataclass
 from types import TracebackType
 
+from . import shadowing
+
 
 class LaunchError(Exception):
     """The target cannot be started at all (missing file, unknown module): python's own line, with its exit status
@@ -179,7 +181,7 @@ def _run_archive(path: str) -> None:
     calls for this case), in a fresh `__main__` module."""
     import builtins
     import types
-    sys.path[0] = os.path.abspath(path)
+    _set_path0(os.path.abspath(path))
     main = types.ModuleType("__main__")
     main.__dict__["__builtins__"] = builtins
     sys.modules["__main__"] = main
@@ -315,9 +317,20 @@ def run(script: str | None, args: list[str], module: str | None = None,
         sys.argv = saved_argv
         if saved_path0 is not None and sys.path:
             sys.path[0] = saved_path0
+        shadowing.restore(_shadowed)
+        _shadowed.clear()
     if late["signum"] is not None and outcome.reraise_signal is None:
         outcome.reraise_signal = late["signum"]
     return outcome
+
+
+_shadowed: dict = {}   # the standard modules a module of the user's shadows, out of the cache while it runs
+
+
+def _set_path0(folder: str) -> None:
+    """sys.path[0] as python gives it to the target, and the user's modules there first, as under python."""
+    sys.path[0] = folder
+    _shadowed.update(shadowing.evict_shadowed(folder))
 
 
 def _run_target(script, args, module, step_limit_exc) -> Outcome:
@@ -326,7 +339,7 @@ def _run_target(script, args, module, step_limit_exc) -> Outcome:
     try:
         if module is not None:
             sys.argv = [module, *args]   # runpy replaces argv[0] with the module's path, as python -m does
-            sys.path[0] = _module_path0()
+            _set_path0(_module_path0())
             import builtins
             try:   # run_module's own lookup, with python -m's error class: its one line, exit 1, no traceback
                 _, spec, code = runpy._get_module_details(module, runpy._Error)
@@ -337,7 +350,7 @@ def _run_target(script, args, module, step_limit_exc) -> Outcome:
             user_file = os.path.abspath(script)
             sys.argv = [script, *args]
             # python: the directory of the real file (a symlinked script imports beside its target)
-            sys.path[0] = os.path.dirname(os.path.realpath(script))
+            _set_path0(os.path.dirname(os.path.realpath(script)))
             if os.path.isfile(script) and not _is_zipapp(script):
                 _run_file(script)
             else:   # a directory or zip with __main__.py
