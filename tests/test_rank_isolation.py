@@ -182,19 +182,9 @@ def test_wheel_ships_the_bootstrap():
     assert any(fnmatch.fnmatch(distributed.WORKER_FILE.name, g) for g in data.get(folder, [])), data
 
 
-WRAPPED = '''\
-"""The user's own {name}.py: the standard library's module (torch needs it too), with a name of its own added."""
-import os
-import sys
-
-_saved = sys.path[:]
-sys.path[:] = [p for p in sys.path if os.path.abspath(p or ".") != os.path.dirname(os.path.abspath(__file__))]
-del sys.modules[__name__]
-import {name} as _real  # noqa: E402
-sys.path[:] = _saved
-_real.WHO = "user {name}"
-sys.modules[__name__] = _real
-'''
+# the probe set's own json.py and random.py: each the standard module, with a name of its own added (torch needs
+# the standard one too: python's torch, imported after the script's folder is on sys.path, gets the user's)
+USER_MODULES = Path(__file__).resolve().parent.parent / "benchmarks" / "probes" / "_files" / "user_json_random_local"
 BESIDE = """\
 import os
 import torch
@@ -220,7 +210,7 @@ def test_the_users_json_and_random_beside_the_script_win_as_under_python(tmp_pat
     proj = tmp_path / "proj"
     proj.mkdir()
     for name in ("json", "random"):
-        (proj / f"{name}.py").write_text(WRAPPED.format(name=name))
+        (proj / f"{name}.py").write_bytes((USER_MODULES / f"{name}.py").read_bytes())
     (proj / "train.py").write_text(BESIDE)
     cli = _cli(tmp_path)
     common = [*cli, "run", "--quiet", "--trace-steps", "0"]
