@@ -22,25 +22,23 @@ import haiprof
 
 def evict_shadowed(folder: str) -> dict:
     """Take the cached standard modules that a module in `folder` (the script's sys.path[0]) shadows out of
-    sys.modules, submodules too; returns them for `restore`. Never raises: at worst nothing is taken out."""
-    try:
-        names = {_top_name(entry) for entry in os.listdir(folder or ".")}
-    except (OSError, TypeError, ValueError):
+    sys.modules, submodules too; returns them for `restore`. Never raises: at worst nothing is taken out.
+    The folder is looked up through the import system's own finder (one listing, cached for the script's own
+    imports after), a candidate at a time: a folder of a million data files costs what python's import does."""
+    folder = os.path.abspath(folder or ".")
+    if not os.path.isdir(folder):   # a zip archive's path: nothing beside the script to shadow with
         return {}
     taken: dict = {}
-    for name in names:
-        if (not name or name not in sys.stdlib_module_names or name not in sys.modules
-                or name in haiprof.STARTUP_MODULES or name in sys.builtin_module_names):
-            continue
+    for name in [n for n in sys.modules if "." not in n and n in sys.stdlib_module_names
+                 and n not in haiprof.STARTUP_MODULES and n not in sys.builtin_module_names]:
         try:
-            spec = importlib.machinery.PathFinder.find_spec(name, [folder or "."])
+            spec = importlib.machinery.PathFinder.find_spec(name, [folder])
         except Exception:
             continue
         if spec is None or spec.origin is None:   # not there, or a namespace folder: later entries win
             continue
         current = getattr(sys.modules.get(name), "__file__", None)
-        if current and os.path.dirname(os.path.abspath(current)) in (os.path.abspath(folder or "."),
-                                                                     os.path.abspath(os.path.join(folder or ".", name))):
+        if current and os.path.realpath(current) == os.path.realpath(spec.origin):
             continue   # already the user's (python -m haiprof from the script's folder imported it)
         for key in [k for k in sys.modules if k == name or k.startswith(name + ".")]:
             taken[key] = sys.modules.pop(key)
@@ -50,12 +48,3 @@ def evict_shadowed(folder: str) -> dict:
 def restore(taken: dict) -> None:
     """The standard modules back in the cache, over the user's (haiprof's report imports them by name)."""
     sys.modules.update(taken)
-
-
-def _top_name(entry: str) -> str:
-    """`json.py` -> json, `json/` -> json, `_x.cpython-311-x86_64-linux-gnu.so` -> _x; '' for anything else."""
-    for suffix in (*importlib.machinery.SOURCE_SUFFIXES, *importlib.machinery.BYTECODE_SUFFIXES,
-                   *importlib.machinery.EXTENSION_SUFFIXES):
-        if entry.endswith(suffix):
-            return entry[:-len(suffix)]
-    return entry if entry.isidentifier() else ""
