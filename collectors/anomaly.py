@@ -13,7 +13,8 @@ cannot be traced once it is over, so the detector predicts the next one:
     placed at the last moment, on the step expected to contain it: when the due time is DUE_AHEAD recent steps
     away (a median of the last RECENT ordinary steps: the step time now, not the rolling median's), so the due
     step is the middle one of the recorded three. A stall both periods explain is placed by time, on the due step
-    the step period names when the two agree within a step (a step-counted stall stays exact);
+    the step period names when the two agree within a step, and one more for each stall
+    between (a step-counted stall stays exact); a stall asked for once, by steps or by time, is not asked for again;
   * a slow stretch (STRETCH anomalous steps in a row: the machine or the data got slow): the steps just after are
     traced at once, while it lasts;
   * a one-off slow step is never traced (nothing says when it comes back); the report lists it.
