@@ -17,8 +17,6 @@ import importlib.machinery
 import os
 import sys
 
-import haiprof
-
 
 def evict_shadowed(folder: str) -> dict:
     """Take the cached standard modules that a module in `folder` (the script's sys.path[0]) shadows out of
@@ -29,8 +27,12 @@ def evict_shadowed(folder: str) -> dict:
     if not os.path.isdir(folder):   # a zip archive's path: nothing beside the script to shadow with
         return {}
     taken: dict = {}
+    # recorded when the haiprof package was first imported (read from it, not imported: it sits above this layer)
+    startup = getattr(sys.modules.get("haiprof"), "STARTUP_MODULES", None)
+    if startup is None:
+        return {}
     for name in [n for n in sys.modules if "." not in n and n in sys.stdlib_module_names
-                 and n not in haiprof.STARTUP_MODULES and n not in sys.builtin_module_names]:
+                 and n not in startup and n not in sys.builtin_module_names]:
         try:
             spec = importlib.machinery.PathFinder.find_spec(name, [folder])
         except Exception:
