@@ -14,7 +14,8 @@ cannot be traced once it is over, so the detector predicts the next one:
     away (a median of the last RECENT ordinary steps: the step time now, not the rolling median's), so the due
     step is the middle one of the recorded three. A stall both periods explain is placed by time, on the due step
     the step period names when the two agree within a step, and one more for each stall
-    between (a step-counted stall stays exact); a stall asked for once, by steps or by time, is not asked for again;
+    between (a step-counted stall stays exact); a step period asked for once is not asked for again, by steps
+    or by its clock, while it holds;
   * a slow stretch (STRETCH anomalous steps in a row: the machine or the data got slow): the steps just after are
     traced at once, while it lasts;
   * a one-off slow step is never traced (nothing says when it comes back); the report lists it.
@@ -127,11 +128,9 @@ class AnomalyDetector:
             return self._due_by_time(step, end_ns)
         if period is None:
             return None
+        # (its period in time is not marked traced: if the step time drifts, the step period stops holding and the
+        # clock's window on the same stall is the one that lands)
         self._traced_periods.add(period)
-        # its period in time too (from the occurrence a period back), so the clock does not ask for it again
-        back = [t for s, _, t in self._seen if abs(step - period - s) <= 1 and 0 <= t < start_ns]
-        if back:
-            self._traced_times.append(start_ns - back[0])
         due = step + period
         # recorded steps are open_at+1 .. open_at+3 (0-based): the due step in the middle
         return Ask(open_at=max(step + 1, due - 2), due=due, period=period, seen=step)
