@@ -124,7 +124,7 @@ class AnomalyDetector:
             if period is not None:
                 self._traced_periods.add(period)
             self._plan = (start_ns + period_ns, period_ns, step, None if period is None else step + period, period,
-                          duration_ns - med)
+                          self.stall_ns)
             return self._due_by_time(step, end_ns)
         if period is None:
             return None

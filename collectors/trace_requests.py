@@ -22,6 +22,7 @@ and `anomaly_mb` MB of trace a run; each is marked ANOMALY_MARK with the step it
 """
 from __future__ import annotations
 
+import bisect
 import json
 import os
 import threading
@@ -111,12 +112,10 @@ class TraceRequests:
             if len(self._pending) >= MAX_PENDING:
                 self._status("trace-request", False, f"{why}: not queued, {MAX_PENDING} windows already waiting")
                 return
-            # in step order (a request for "now" first): a window asked for earlier steps than one already
-            # waiting must not queue behind it
-            key = -1 if at_step is None else at_step
-            at = next((i for i, (a, *_) in enumerate(self._pending) if (-1 if a is None else a) > key),
-                      len(self._pending))
-            self._pending.insert(at, (at_step, max(1, int(steps)), why, ask))
+            # in step order (a request for "now" first, equal steps in the order asked): a window asked for
+            # earlier steps than one already waiting must not queue behind it
+            bisect.insort(self._pending, (at_step, max(1, int(steps)), why, ask),
+                          key=lambda r: -1 if r[0] is None else r[0])
 
     def poll(self) -> None:
         """Take a request `haiprof trace` left in control/, exchange the flight recorder's asks with the job's
