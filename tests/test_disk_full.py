@@ -107,3 +107,20 @@ def test_a_report_failing_for_space_names_the_command_that_rebuilds_it(small_fs)
     assert r.returncode != 0 or "could not write" in r.stderr
     lines = _our_lines(r.stderr)
     assert lines and f"haiprof report {out}" in lines[-1], lines
+
+
+def test_the_step_records_keep_their_room_when_something_else_fills_the_disk(small_fs):
+    # CI: a trace export and the loss stream took the last 150 KB before the first chunk of phases.bin: 0 steps
+    from haiprof.rundir import ChunkAppender
+    from haiprof.phasestore import read_chunks
+    path = small_fs / "phases.bin"
+    app = ChunkAppender(path)
+    _fill(small_fs, 0)   # another writer takes all that is left
+    for n in range(5000):
+        app.append(("forward", n * 1000, n * 1000 + 500))
+    app.flush()
+    app.close()
+    records, skipped = read_chunks(path)
+    assert len(records) == 5000 and not skipped
+    st = path.stat()
+    assert st.st_blocks * 512 < st.st_size + 64 * 1024, "the reservation past the end was given back"

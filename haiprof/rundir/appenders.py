@@ -11,9 +11,11 @@ descriptors it did not open (a daemon's os.closerange(3, ...)), then get the sam
 """
 from __future__ import annotations
 
+import ctypes
 import errno
 import json
 import os
+import sys
 import threading
 from collections import deque
 from pathlib import Path
@@ -201,9 +203,82 @@ class JsonlAppender:
                 self._release()
 
 
+_FALLOC_FL_KEEP_SIZE = 1   # linux/falloc.h: allocate blocks past the end without moving the end
+
+
+def _libc_fallocate():
+    if not sys.platform.startswith("linux"):
+        return None
+    try:
+        fn = ctypes.CDLL(None, use_errno=True).fallocate
+    except (OSError, AttributeError):
+        return None
+    fn.argtypes = [ctypes.c_int, ctypes.c_int, ctypes.c_int64, ctypes.c_int64]
+    fn.restype = ctypes.c_int
+    return fn
+
+
+_fallocate = _libc_fallocate()
+
+
+def keep_allocated(fd: int, start: int, length: int) -> int:
+    """Allocate `length` bytes of disk past `start` for the file, its size unchanged (0), or the errno why not
+    (ENOSPC; EOPNOTSUPP on a filesystem without it, or off Linux)."""
+    if _fallocate is None:
+        return errno.EOPNOTSUPP
+    if _fallocate(fd, _FALLOC_FL_KEEP_SIZE, start, length) == 0:
+        return 0
+    return ctypes.get_errno() or errno.EIO
+
+
 class ChunkAppender(JsonlAppender):
     """The phase records' writer: each flush appends one compressed columnar chunk to phases.bin
-    (haiprof/phasestore.py), ~20 bytes a training step where JSON lines took ~250."""
+    (haiprof/phasestore.py), ~20 bytes a training step where JSON lines took ~250.
+
+    The step records are the run: when the disk fills, they must be the last thing to stop. So the writer keeps
+    disk allocated past phases.bin's end (RESERVE bytes, halved down to MIN_RESERVE while the disk is short), taken
+    before the script starts and topped up after each chunk: a trace export, the loss stream or another program
+    filling the disk runs out of space first, and the chunks already reserved for still land. Given back at close.
+    """
+
+    RESERVE = 1 << 20          # ~50 s of records of a 1 ms training step
+    MIN_RESERVE = 16 << 10
+
+    def __init__(self, path: Path, interval_s: float = 0.5):
+        super().__init__(path, interval_s)
+        self._reserved_to = 0      # the file offset up to which disk is allocated
+        self._can_reserve = True   # False on a filesystem without fallocate
+        self._reserve()
+
+    def _reserve(self) -> None:
+        if not self._can_reserve:
+            return
+        size = self._file.verify().st_size   # verified first: the descriptor may be a reopened one
+        if self._reserved_to - size >= self.RESERVE // 2:
+            return
+        want = self.RESERVE
+        while want >= self.MIN_RESERVE:
+            err = keep_allocated(self._file.fd, size, want)
+            if err == 0:
+                self._reserved_to = size + want
+                return
+            if err != errno.ENOSPC:
+                self._can_reserve = False   # not on this filesystem: plain appends
+                return
+            want //= 2
 
     def _write(self, records: list) -> None:
         self._file.append(encode_chunk(records))   # a failed write leaves phases.bin on a whole chunk (OwnedFd)
+        try:
+            self._reserve()
+        except OSError:
+            pass   # the next chunk's write says whether there is room
+
+    def _release(self) -> None:
+        """The unused reservation is given back (a truncate at the end frees the blocks past it)."""
+        if self._file is not None and self._reserved_to:
+            try:
+                os.ftruncate(self._file.fd, self._file.verify().st_size)
+            except OSError:
+                pass
+        super()._release()
