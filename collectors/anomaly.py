@@ -9,7 +9,8 @@ cannot be traced once it is over, so the detector predicts the next one:
     step where the next stall is due is the middle one of its three recorded steps;
   * a stall on a clock (a checkpoint every T seconds, a logger flushing every 30 s) while the step time drifts:
     its period in steps does not hold, its period in time does. The start times of the occurrences are kept too;
-    once three intervals in time agree (+-TIME_TOL recent steps), the next due time is known, and the window is
+    once three intervals in time agree (+-TIME_TOL recent steps; MIN_TIME_PERIOD steps or longer), the next due
+    time is known, and the window is
     placed at the last moment, on the step expected to contain it: when the due time is DUE_AHEAD recent steps
     away (a median of the last RECENT ordinary steps: the step time now, not the rolling median's), so the due
     step is the middle one of the recorded three. A stall both periods explain is placed by time, on the due step
@@ -45,6 +46,11 @@ TIME_TOL = 1.5       # intervals in time agree within this many median steps (a 
                      # step boundary: each start is late by up to a step; wider lets random slow steps line up)
 DUE_AHEAD = 2.5      # a window placed by time opens when its due time is under this many steps away: due in the
                      # second of its three recorded steps (warm-up step, then 1.5-2.5 steps to the due time)
+MIN_TIME_PERIOD = 10  # median steps: a period in time is told from chance only when TIME_TOL is a small part of
+                     # it (a busy machine's scheduler slows every few steps at a regular pace); a stall on a
+                     # shorter clock is as well placed by its period in steps
+MISSED = 3           # a period this many times one already traced is that stall again, an occurrence or two
+                     # hidden by the window that traced it (and the first one of a period may go unseen)
 
 
 @dataclass(frozen=True)
@@ -111,13 +117,14 @@ class AnomalyDetector:
         self._seen[self._k % ANOMALIES] = (step, duration_ns, start_ns)
         self._k += 1
         self.stall_ns = duration_ns - med
-        # a multiple of a period already traced is that stall again, an occurrence apart (one was traced, so the
-        # detector never saw its time): not asked for again, by steps or by time
-        if period is not None and any(period % p <= 1 or p - period % p <= 1 for p in self._traced_periods):
+        # a small multiple of a period already traced is that stall again, an occurrence apart (one was traced, so
+        # the detector never saw its time): not asked for again, by steps or by time. Only small ones: every period
+        # is near some multiple of a short one (3 steps), which would hide every later stall
+        if period is not None and any(abs(period - m * p) <= 1 for p in self._traced_periods
+                                      for m in range(1, 1 + MISSED)):
             return None
         if period_ns is not None and (self._plan is not None or any(
-                abs(period_ns - m * p) <= TIME_TOL * med for p in self._traced_times
-                for m in range(1, 1 + max(1, round(period_ns / p))))):
+                abs(period_ns - m * p) <= TIME_TOL * med for p in self._traced_times for m in range(1, 1 + MISSED))):
             return None   # a stall on a clock already placed or traced, whatever its period in steps now
         if period_ns is not None:   # placed by time, later (_due_by_time); the step period, if any, only refines it
             self._traced_times.append(period_ns)
@@ -197,7 +204,7 @@ class AnomalyDetector:
         seen = [(t, d) for _, d, t in self._seen if 0 <= t < start_ns]
         for a, da in sorted(seen, reverse=True):
             p = start_ns - a
-            if p < MIN_PERIOD * self._median:
+            if p < MIN_TIME_PERIOD * self._median:
                 continue
             for b, db in seen:
                 if abs(a - p - b) > tol:

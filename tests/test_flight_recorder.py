@@ -723,3 +723,39 @@ def test_a_flight_recorder_window_shows_the_garbage_collectors_own_time(tmp_path
     assert any(str(e.get("name", "")).startswith("gc.collect (generation") for e in events)
     x = stall_trace.explain(events)
     assert x["ms"]["gc"] > 0, x
+
+
+@pytest.mark.parametrize("slower_from_ms", [5000, None])
+def test_a_busy_machines_regular_preemption_is_not_a_clock_and_hides_no_later_checkpoint(slower_from_ms):
+    # Beside two CPU hogs, the scheduler takes the core from an 8 ms step every third step (+20 ms): a period of
+    # 3 steps, learned as one (slow every third step is a pattern in steps), never as a clock: in time its
+    # intervals of 44 ms are under MIN_TIME_PERIOD steps, where TIME_TOL (1.5 steps) lines up anything. And a
+    # period of 3 traced does not hide a checkpoint every 1.2 s that comes later (every period is within a step
+    # of a multiple of 3): the checkpoint, its step time steady or changing, is placed by its clock on a stall.
+    det = AnomalyDetector()
+    asks, now = {}, 0
+    for step in range(60):
+        took = int((28 if step % 3 == 2 else 8) * MS)
+        now += took
+        ask = det.observe(step, took, now)
+        if ask is not None:
+            asks[step] = ask
+    assert [a.period for a in asks.values()] == [3] and not any(a.period_s for a in asks.values()), asks
+    for _ in range(40):   # the hogs stop: quiet 8 ms steps
+        now += 8 * MS
+        det.observe(60 + _, 8 * MS, now)
+    start, step, stalls, due = now, 100, [], now + 1200 * MS
+    clock = {}
+    while now - start < 9000 * MS:
+        took = int((8 if slower_from_ms is None or now - start < slower_from_ms * MS else 14) * MS)
+        if now >= due:
+            took += 150 * MS
+            stalls.append(step)
+            due += 1200 * MS
+        now += took
+        ask = det.observe(step, took, now)
+        if ask is not None:
+            clock[step] = ask
+        step += 1
+    placed = [a for a in clock.values() if a.period_s]
+    assert placed and abs(placed[0].period_s - 1.2) < 0.05 and placed[0].due in stalls, (clock, stalls)
