@@ -2,9 +2,10 @@
 
 A periodic stall's share is its extra time over the median step, of all the steady steps' time: the same total
 the phase shares divide, so the two compare. All of it is removable (the stall's work can leave the training
-thread or run less often), while a bound class's fix removes `verdict.removable` of its share. When the stall's
-share is larger (or the verdict's fixes are all left out: in use, applied, or not worth it here), the headline and
-the first action are the stall's.
+thread or run less often), while a bound class's open fixes remove at most what they touch
+(`verdict.fixes_can_remove`: the figure the verdict's headline quotes; the class's `removable` share for a fix
+with no prediction). When the stall's share is larger (or the verdict's fixes are all left out: in use, applied,
+or not worth it here), the headline and the first action are the stall's.
 
 The bound class stays one of io/compute/launch/communication/none, chosen by what the stall spent its time on:
   * from the flight recorder's trace of a stall (analyzers/stall_trace.py): file I/O or waiting (sleep, a lock,
@@ -16,7 +17,7 @@ The bound class stays one of io/compute/launch/communication/none, chosen by wha
 from __future__ import annotations
 
 from .findings import Action
-from .verdict import removable
+from .verdict import fixes_can_remove
 
 CLEAR = 3.0   # a stall this many median steps long, or longer, may take the verdict (the flight recorder's K)
 LABEL = {"io": "I/O-bound", "compute": "Compute-bound", "communication": "Communication-bound", "none": "Stalls"}
@@ -59,18 +60,19 @@ def bound_of(stall: dict) -> tuple[str, str | None]:
     return FROM_PHASE.get(max(per_phase, key=per_phase.get), "none"), None
 
 
-def weigh(findings: list[dict], bottleneck: str, step_s: float | None, left_out: dict | None = None) -> dict | None:
-    """{"bottleneck", "headline", "action"} when a periodic stall outweighs the verdict's removable time; else
-    None. `step_s`: the steady step the headline names; `left_out`: fixes not to offer (in use, applied, not worth
-    it here): a verdict whose fixes are all left out has nothing a fix removes."""
+def weigh(findings: list[dict], bottleneck: str, step_s: float | None, left_out: dict | None = None,
+          predicted: dict | None = None) -> dict | None:
+    """{"bottleneck", "headline", "action"} when a periodic stall outweighs what the verdict's open fixes can
+    remove (verdict.fixes_can_remove: the figure the verdict's own headline would quote); else None. `step_s`: the
+    steady step the headline names; `left_out`: fixes not to offer (in use, applied, not worth it here): a verdict
+    whose fixes are all left out has nothing a fix removes; `predicted`: each fix's what-if (analyzers/whatif.py)."""
     stalls = [f for f in findings if f.get("kind") == "periodic-stall" and f.get("severity") in ("moderate", "high")
               and not (f.get("evidence") or {}).get("profiler_own") and _clear(f.get("evidence") or {})]
     if not stalls:
         return None
     stall = max(stalls, key=lambda f: f.get("share", 0.0))
     top = next((f for f in findings if f.get("kind") == bottleneck), None)
-    open_fixes = [x for x in (top or {}).get("fixes") or [] if x not in (left_out or {})]
-    beaten = removable(top) if top is not None and open_fixes else 0.0
+    beaten = fixes_can_remove(top, left_out, predicted) if top is not None else 0.0
     share = float(stall.get("share", 0.0))
     if share <= beaten:
         return None

@@ -158,6 +158,15 @@ def removable(f: dict) -> float:
     return f.get("share", 0.0) * factor
 
 
+def fixes_can_remove(top: dict, left_out: dict | None = None, predicted: dict | None = None) -> float:
+    """The most the finding's open fixes (not left out) can take off the step: a predicted fix the time of what it
+    touches (the figure the headline quotes, `headline`), one without a prediction the class's `removable`
+    share. 0 when none is open. What a periodic stall must outweigh to lead (analyzers/stall_verdict.py)."""
+    left_out, predicted = left_out or {}, predicted or {}
+    return max(((predicted.get(x) or {}).get("touches_share") if (predicted.get(x) or {}).get("touches_share")
+                is not None else removable(top) for x in top.get("fixes") or [] if x not in left_out), default=0.0)
+
+
 def _step_s(f: dict) -> float | None:
     ev = f.get("evidence") or {}
     return ev.get("steady_step_s") or ev.get("median_step_s")

@@ -345,8 +345,11 @@ def test_the_example_traces_a_stall_and_the_page_explains_it(slow_runs):
     assert stall["evidence"]["trace"] == w["file"] and "save_checkpoint" in stall["message"]
     # the stall outweighs what any bound class's fix can remove: it is the verdict, I/O (a synchronous write)
     assert s["bottleneck"] == "io" and s["headline"].startswith("I/O-bound"), s["headline"]
-    assert s["stall_verdict"]["stall_share"] > 0.2
-    assert s["next_steps"][0]["kind"] == "periodic-stall"
+    # one story: the stall's share is the first action's gain and the headline's figure, and it beats what the
+    # verdict it replaced could remove (its share depends on the machine: 18-60% of the step, quiet to loaded)
+    share = s["stall_verdict"]["stall_share"]
+    assert s["next_steps"][0]["kind"] == "periodic-stall" and s["next_steps"][0]["gain_share"] == share
+    assert f"took {100 * share:.0f}% of the" in s["headline"], s["headline"]
     row = next(r for r in s["slowest_steps"] if r["step"] == due)
     assert row["trace"] == w["file"] and any("fsync" in n for n in row["notes"])
     html = (out / "report.html").read_text()
@@ -475,6 +478,28 @@ def test_a_verdict_whose_fixes_are_all_left_out_removes_nothing():
     assert stall_verdict.weigh([launch, stall], "launch", 0.024) is None
     w = stall_verdict.weigh([launch, stall], "launch", 0.024, {"compile": "not worth it", "fused-optim": "in use"})
     assert w["bottleneck"] == "io" and "the launch fixes are left out here" in w["headline"]
+
+
+def test_a_stall_outweighs_what_the_verdicts_fixes_touch_the_figure_its_headline_quotes():
+    # Beside two CPU hogs the bundled example's steps slowed to 27 ms: framework overhead 58% of the step, its one
+    # fix (fused-optim) touching the optimizer's 13%, and a checkpoint's stall 30%. The headline said "--fix
+    # fused-optim can remove at most 4.8 ms of it (13%)" while the stall was weighed against the whole 58%: a
+    # launch verdict whose own numbers say its fix removes less than the stall
+    from haiprof.analyzers import verdict
+    launch = {"kind": "launch", "severity": "high", "share": 0.58, "message": "launch", "evidence": {},
+              "fixes": ["fused-optim"]}
+    predicted = {"fused-optim": {"touches_share": 0.13, "gain_share": 0.08}}
+    stall = _stall(0.30, {"io": 120.0, "ops": 29.0, "python": 30.0})
+    assert "can remove at most 3.6 ms of it (13%)" in verdict.headline(launch, 0.0275, None, predicted)
+    w = stall_verdict.weigh([launch, stall], "launch", 0.0275, None, predicted)
+    assert w["bottleneck"] == "io" and w["instead_of"] == "launch"
+    assert "more than the 13% launch fixes can remove" in w["headline"], w["headline"]
+    # a fix with no prediction is weighed at the class's removable share, as before
+    assert stall_verdict.weigh([launch, stall], "launch", 0.0275) is None
+    # the largest of the open fixes: a stall must outweigh each of them
+    launch2 = dict(launch, fixes=["fused-optim", "compile"])
+    predicted2 = dict(predicted, compile={"touches_share": 0.45, "gain_share": 0.05})
+    assert stall_verdict.weigh([launch2, stall], "launch", 0.0275, None, predicted2) is None
 
 
 def test_a_busy_machines_slow_steps_do_not_make_a_period_beside_a_real_one():

@@ -199,7 +199,7 @@ def analyze(run_dir: RunDir, extra_findings: list | None = None, run: Run | None
     left_out = summary["advice_left_out"] = gpu_analysis.advice_left_out(summary)   # done, measured, not worth it
     # the verdict weighs the whole run: stalls that waste more than the verdict's open fixes can remove lead instead
     stall = stall_verdict.weigh(summary["findings"], bottleneck, stats.get("steady") or stats.get("median"),
-                                left_out) if measured >= T.MIN_STEPS else None
+                                left_out, summary["predictions"]) if measured >= T.MIN_STEPS else None
     if stall:
         summary["bottleneck"] = bottleneck = stall["bottleneck"]
         summary["stall_verdict"] = {k: stall[k] for k in ("instead_of", "stall_share")}
