@@ -5,8 +5,9 @@ and calls a step anomalous when it takes more than `factor` x that median (and M
 cannot be traced once it is over, so the detector predicts the next one:
 
   * a periodic stall (a checkpoint every N steps): once three intervals between occurrences agree (the last one and
-    three earlier ones, +-1 step from 10 steps on; slow steps in a row are one occurrence, from its first step), the period is known and the window is placed so that the
-    step where the next stall is due is the middle one of its three recorded steps;
+    three earlier ones, +-1 step from 10 steps on; slow steps in a row are one occurrence, at its largest step),
+    the period is known and the window is placed so that the step where the next stall is due is the middle one
+    of its three recorded steps;
   * a stall on a clock (a checkpoint every T seconds, a logger flushing every 30 s) while the step time drifts:
     its period in steps does not hold, its period in time does. The start times of the occurrences are kept too;
     once three intervals in time agree (+-TIME_TOL recent steps; MIN_TIME_PERIOD steps or longer), the next due
@@ -78,7 +79,8 @@ class AnomalyDetector:
         self._traced_times: list = []   # periods in time traced (bounded by the budget: one a learned period)
         self._n = 0                  # ordinary steps seen (the ring holds min(n, RING) of them)
         self._median = 0
-        self._seen = [(-1, 0, -1)] * ANOMALIES   # the last occurrences (first step, its time, its start ns), a ring
+        self._seen = [(-1, 0, -1, 0)] * ANOMALIES   # the last occurrences (step, its time, its start ns, the step
+                                                     # time then), a ring
         self._k = 0
         self._run = 0                # anomalous steps in a row
         self._traced_periods: set = set()   # a period traced once is not traced again (bounded by the budget)
@@ -110,11 +112,18 @@ class AnomalyDetector:
         if self._run == STRETCH:
             return Ask(open_at=step + 1, due=None, period=None, seen=step)
         if self._run > 1:
-            return None   # slow steps in a row are one occurrence, from its first step (its period's)
+            # slow steps in a row are one occurrence, at its largest step: a busy machine's slow step just before
+            # a checkpoint would give the occurrence that step's start and size. A larger one takes its place
+            k = (self._k - 1) % ANOMALIES
+            if duration_ns <= self._seen[k][1]:
+                return None
+            self._seen[k] = (-1, 0, -1, 0)
+            self._k -= 1
         start_ns = -1 if end_ns is None else end_ns - duration_ns
+        now = self._step_now()
         period = self._period(step, duration_ns)
-        period_ns = self._period_in_time(start_ns, duration_ns) if start_ns >= 0 else None
-        self._seen[self._k % ANOMALIES] = (step, duration_ns, start_ns)
+        period_ns = self._period_in_time(start_ns, duration_ns, now) if start_ns >= 0 else None
+        self._seen[self._k % ANOMALIES] = (step, duration_ns, start_ns, now)
         self._k += 1
         self.stall_ns = duration_ns - med
         # a small multiple of a period already traced is that stall again, an occurrence apart (one was traced, so
@@ -147,8 +156,7 @@ class AnomalyDetector:
         lead_ns ahead (a job's ranks hear of it first), a stall due sooner is skipped for a later one, whole periods
         on, and each stall between now and then counts for its time, not as ordinary steps."""
         due_ns, period_ns, seen, step_due, period, stall_ns = self._plan
-        r = sorted(self._recent[:min(self._n, RECENT)])
-        per = r[len(r) // 2] if self.lead_ns <= 0 else self._median   # far ahead: the rolling median
+        per = self._step_now() if self.lead_ns <= 0 else self._median   # far ahead: the rolling median
         if per <= 0:
             return None
         soonest = 1.5 * per + self.lead_ns   # the warm-up step comes first, and every rank must hear of it
@@ -179,7 +187,7 @@ class AnomalyDetector:
         occurrences a, b, c of a like size (each at least SIZE_AGREE of the largest: a checkpoint's stalls, not
         one of them beside the random slow steps of a busy machine). Three intervals, not two: a busy machine's
         dozen slow steps in a hundred hold three evenly spaced ones by chance, rarely four."""
-        seen = {s: d for s, d, _ in self._seen if 0 <= s < step}
+        seen = {s: d for s, d, _, _ in self._seen if 0 <= s < step}
 
         def near(at: int, tol: int):
             return [(s, d) for s, d in seen.items() if abs(s - at) <= tol]
@@ -196,21 +204,29 @@ class AnomalyDetector:
                         return p
         return None
 
-    def _period_in_time(self, start_ns: int, duration_ns: int) -> int | None:
+    def _step_now(self) -> int:
+        """The step time now: the median of the last RECENT ordinary steps."""
+        r = sorted(self._recent[:min(self._n, RECENT)])
+        return r[len(r) // 2]
+
+    def _period_in_time(self, start_ns: int, duration_ns: int, now: int) -> int | None:
         """A period in time three intervals agree on (the start times: t - a == a - b == b - c within TIME_TOL
-        median steps), of occurrences of a like size, as _period in steps. Their mean, (t - c) / 3: each start is
-        late by up to a step, the last interval alone can be a step off."""
-        tol = TIME_TOL * self._median
-        seen = [(t, d) for _, d, t in self._seen if 0 <= t < start_ns]
-        for a, da in sorted(seen, reverse=True):
+        steps), of occurrences of a like size, as _period in steps. Their mean, (t - c) / 3: each start is late by
+        up to a step, the last interval alone can be a step off. A step here is the longer of the rolling median
+        and the step time at each occurrence compared: on a busy machine, or once the steps slowed, a start is late
+        by up to a step of that time, not of the median's."""
+        med = self._median
+        seen = [(t, d, w) for _, d, t, w in self._seen if 0 <= t < start_ns]
+        for a, da, wa in sorted(seen, reverse=True):
             p = start_ns - a
-            if p < MIN_TIME_PERIOD * self._median:
+            if p < MIN_TIME_PERIOD * med:
                 continue
-            for b, db in seen:
-                if abs(a - p - b) > tol:
+            for b, db, wb in seen:
+                if abs(a - p - b) > TIME_TOL * max(med, now, wa, wb):
                     continue
-                for c, dc in seen:
+                for c, dc, wc in seen:
                     sizes = (duration_ns, da, db, dc)
-                    if abs(b - p - c) <= tol and min(sizes) >= TIME_SIZE_AGREE * max(sizes):
+                    if (abs(b - p - c) <= TIME_TOL * max(med, now, wa, wb, wc)
+                            and min(sizes) >= TIME_SIZE_AGREE * max(sizes)):
                         return (start_ns - c) // 3
         return None

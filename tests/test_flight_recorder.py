@@ -784,3 +784,42 @@ def test_a_busy_machines_regular_preemption_is_not_a_clock_and_hides_no_later_ch
         step += 1
     placed = [a for a in clock.values() if a.period_s]
     assert placed and abs(placed[0].period_s - 1.2) < 0.05 and placed[0].due in stalls, (clock, stalls)
+
+
+def test_a_stall_right_after_a_busy_machines_slow_step_is_that_occurrence():
+    # a checkpoint every 20 steps; a busy machine's slow step (35 ms) just before the third one: slow steps in a
+    # row are one occurrence, and it is the checkpoint's (the largest), not the slow step before it, which would
+    # have no like size: the period is learned at the fourth checkpoint, not the seventh
+    asks = _feed(AnomalyDetector(), {20: 150, 40: 150, 59: 35, 60: 150, 80: 150, 100: 150, 120: 150, 140: 150}, 150)
+    assert [(s, a.period, a.due) for s, a in asks.items()] == [(80, 20, 100)], asks
+
+
+def test_a_clock_stalls_starts_agree_within_the_step_time_at_them():
+    # A checkpoint every second of the clock, 5 ms steps but 14 ms in the stretch before each checkpoint (a busy
+    # machine's load there, or slower data): each stall starts at the first step boundary after its due time,
+    # late by up to a 14 ms step (here 0-12 ms), so the intervals disagree by up to 13 ms: more than 1.5 rolling-
+    # median steps (7.5 ms), which left a real run beside two CPU hogs with no window; within 1.5 of the step time
+    # at the occurrences compared (21 ms), the tolerance now
+    det, t, step, stalls, asks = AnomalyDetector(), 0, 0, [], {}
+
+    def observe(took):
+        nonlocal t, step
+        t += took
+        ask = det.observe(step, took, t)
+        if ask is not None:
+            asks[step] = ask
+        step += 1
+
+    for k, late_ms in enumerate([2, 10, 1, 11, 3, 12, 0, 9]):
+        starts = (k + 1) * 1000 * MS + late_ms * MS    # the stall's step starts here
+        stretch = starts - 5 * 14 * MS
+        while stretch - t >= 10 * MS:
+            observe(5 * MS)
+        observe(stretch - t)                           # 5-10 ms: lines the stretch up
+        for _ in range(5):
+            observe(14 * MS)
+        stalls.append(step)
+        observe(230 * MS)
+    placed = [a for a in asks.values() if a.period_s]
+    assert placed and abs(placed[0].period_s - 1.0) < 0.01, (asks, stalls)
+    assert placed[0].due - 1 <= stalls[4] <= placed[0].due + 1, (placed, stalls)   # among its recorded steps
