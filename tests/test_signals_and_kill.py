@@ -134,6 +134,40 @@ def test_between_the_scripts_end_and_the_data_on_disk_sigterm_is_only_noted(tmp_
         signal.signal(signal.SIGTERM, original)
 
 
+def test_the_reports_sigterm_guard_takes_over_from_the_datas_with_no_default_between(tmp_path, monkeypatch):
+    # Beside two CPU hogs, a SIGTERM sent as the run's end time reached meta.json killed the process with no
+    # report: the data's handler gave the default action back, then the report's guard was put in place, and the
+    # signal landed between. The guard now takes over inside the data's block: SIGTERM never has the default
+    # until the report is written and the guard gives it back.
+    import os
+    from haiprof.rundir import RunDir
+    from haiprof.runtime.teardown import SigtermDeferred, finishing_report
+    original = signal.signal(signal.SIGTERM, signal.SIG_DFL)
+    set_to = []
+    real = signal.signal
+
+    def recording(signum, handler):
+        if signum == signal.SIGTERM:
+            set_to.append(handler)
+        return real(signum, handler)
+    try:
+        term = SigtermDeferred()
+        real(signal.SIGTERM, term)   # as launcher.run leaves it at the script's end
+        monkeypatch.setattr(signal, "signal", recording)
+        with finishing_report(RunDir(tmp_path)) as finishing:
+            with term:
+                os.kill(os.getpid(), signal.SIGTERM)   # noted while the data is written
+                time.sleep(0.05)
+                finishing.guard_sigterm(term)
+            os.kill(os.getpid(), signal.SIGTERM)       # while the report is written: noted, not the default
+            time.sleep(0.05)
+            assert finishing.signum == signal.SIGTERM
+        assert set_to[-1] == signal.SIG_DFL and signal.SIG_DFL not in set_to[:-1], set_to
+        assert term.signum == signal.SIGTERM
+    finally:
+        real(signal.SIGTERM, original)
+
+
 SIGTERM_WHILE_PRINTING_THE_ERROR = f"""
 import os, runpy, signal, sys
 def hook(*exc):   # the traceback is being printed when the job's SIGTERM arrives

@@ -179,9 +179,11 @@ def profile_target(run_dir: RunDir, opts: RunOptions, on_exit: Callable, fix_pla
                 if outcome is None:  # we are being torn down by something we did not catch
                     outcome = launcher.Outcome(1, "exception", error="haiprof interrupted")
                 end(outcome)
+                # a SIGTERM while the report is written: noted, report finished; taken over from term with no
+                # moment of the default action between
+                finishing.guard_sigterm(term)
             if term.signum is not None and outcome.reraise_signal is None:
                 outcome.reraise_signal = term.signum   # end of it after on_exit, with the status it would give
-            finishing.guard_sigterm(term.signum)   # a SIGTERM while the report is written: noted, report finished
             on_exit(run_dir, outcome)
         if finishing.signum is not None and outcome.reraise_signal is None:
             outcome.reraise_signal = finishing.signum

@@ -99,16 +99,22 @@ class Finishing:
     def __init__(self, run_dir: RunDir):
         self.run_dir, self.signum, self._previous = run_dir, None, None
 
-    def guard_sigterm(self, noted: int | None = None) -> None:
-        """From here a SIGTERM is noted and the report finished; `noted`: one already noted while the data was
-        being written (said now, as if it came during the report)."""
-        if noted is not None:
-            self._on_term(noted, None)
+    def guard_sigterm(self, deferred: SigtermDeferred | None = None) -> None:
+        """From here a SIGTERM is noted and the report finished. `deferred`: the handler that held SIGTERM while
+        the data was written, taken over directly (called inside its block): restoring the default in between
+        left a moment in which a SIGTERM killed the process with no report; one it noted is said now, as if it
+        came during the report."""
         try:
-            if signal.getsignal(signal.SIGTERM) == signal.SIG_DFL:   # a handler of the script's own stays
-                self._previous = signal.signal(signal.SIGTERM, self._on_term)
+            current = signal.getsignal(signal.SIGTERM)
+            if deferred is not None and current is deferred:
+                current = deferred.original    # what was there before it, given back by release()
+            if current == signal.SIG_DFL:      # a handler of the script's own stays
+                signal.signal(signal.SIGTERM, self._on_term)
+                self._previous = current
         except ValueError:   # not the main thread
             pass
+        if deferred is not None and deferred.signum is not None:   # read after the swap: none is lost between
+            self._on_term(deferred.signum, None)
 
     def _on_term(self, signum, frame) -> None:
         if self.signum is None:
