@@ -158,13 +158,18 @@ def removable(f: dict) -> float:
     return f.get("share", 0.0) * factor
 
 
+def fix_can_remove(top: dict, fix: str, predicted: dict | None = None) -> float:
+    """The most one of the finding's fixes can take off the step: with a prediction the time of what it touches
+    (analyzers/whatif.py), without one the class's `removable` share."""
+    touches = ((predicted or {}).get(fix) or {}).get("touches_share")
+    return removable(top) if touches is None else touches
+
+
 def fixes_can_remove(top: dict, left_out: dict | None = None, predicted: dict | None = None) -> float:
-    """The most the finding's open fixes (not left out) can take off the step: a predicted fix the time of what it
-    touches (the figure the headline quotes, `headline`), one without a prediction the class's `removable`
-    share. 0 when none is open. What a periodic stall must outweigh to lead (analyzers/stall_verdict.py)."""
-    left_out, predicted = left_out or {}, predicted or {}
-    return max(((predicted.get(x) or {}).get("touches_share") if (predicted.get(x) or {}).get("touches_share")
-                is not None else removable(top) for x in top.get("fixes") or [] if x not in left_out), default=0.0)
+    """The most the finding's open fixes (not left out) can take off the step, each as `headline` quotes it
+    (fix_can_remove); 0 when none is open. What a periodic stall must outweigh to lead (analyzers/stall_verdict.py)."""
+    return max((fix_can_remove(top, x, predicted) for x in top.get("fixes") or [] if x not in (left_out or {})),
+               default=0.0)
 
 
 def _step_s(f: dict) -> float | None:
@@ -209,7 +214,7 @@ def headline(top: dict, step_s: float | None, left_out: dict | None = None, pred
     fixes = list(top.get("fixes") or [])
     open_ = by_prediction([x for x in fixes if x not in left_out], predicted)
     p = predicted.get(open_[0]) if open_ else None
-    gain = p["touches_share"] if p else gain   # the most that fix can remove: the time of what it touches
+    gain = fix_can_remove(top, open_[0], predicted) if open_ else gain   # the time of what that fix touches
     if open_ and gain > 0:
         ms = f"{gain * step_s * 1e3:.1f} ms of it ({_pct(gain)})" if step_s else f"{_pct(gain)} of it"
         sentence += f"; --fix {open_[0]} can remove at most {ms}"

@@ -11,8 +11,8 @@ cannot be traced once it is over, so the detector predicts the next one:
   * a stall on a clock (a checkpoint every T seconds, a logger flushing every 30 s) while the step time drifts:
     its period in steps does not hold, its period in time does. The start times of the occurrences are kept too;
     once three intervals in time agree (+-TIME_TOL recent steps; MIN_TIME_PERIOD steps or longer), the next due
-    time is known, and the window is
-    placed at the last moment, on the step expected to contain it: when the due time is DUE_AHEAD recent steps
+    time is known, and the window is placed at the last moment, on the step expected to contain it: when the due
+    time is DUE_AHEAD recent steps
     away (a median of the last RECENT ordinary steps: the step time now, not the rolling median's), so the due
     step is the middle one of the recorded three. A stall both periods explain is placed by time, on the due step
     the step period names when the two agree within a step, and one more for each stall
