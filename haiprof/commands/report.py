@@ -3,7 +3,6 @@ from __future__ import annotations
 
 
 from ..errors import OneLineParser
-
 from ..analysis.report import finish
 from ..rundir import RunDir
 
@@ -19,6 +18,8 @@ def cmd_report(argv: list[str]) -> int:
         return int(e.code or 0)
     run_dir = RunDir.open(ns.run_dir)
     meta = run_dir.read_meta()
+    if not run_dir.in_progress(meta)[0]:
+        run_dir.release_leftover_reservation()   # a killed run's spare disk; a live one still writes into it
     summary = finish(run_dir, quiet=ns.quiet)
     if summary is not None and summary.get("snapshot") and not ns.quiet:
         from ..errors import say
