@@ -71,8 +71,11 @@ def test_shaped_loopback_is_communication_bound(tmp_path):
     s = load_summary(out)
     assert s["bottleneck"] == "communication", s["headline"]
     comm = next(f for f in s["findings"] if f["kind"] == "communication")
-    assert comm["fixes"] == ["compress", "bucket"]
     ev = comm["evidence"]
+    # bucket's smaller gain is offered where the run can resolve it; a busy machine's spread can hide it (then said)
+    assert comm["fixes"][0] == "compress"
+    assert comm["fixes"] == ["compress", "bucket"] or \
+        "below what this run can resolve" in ev.get("fixes_left_out", {}).get("bucket", ""), ev
     assert ev["exposed_comm_share"] >= 0.2 and ev["transfer_share"] >= 0.2
     assert 0 < ev["exposed_fraction_of_comm"] <= 1
     assert "exposed communication" in s["headline"]
