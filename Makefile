@@ -25,8 +25,11 @@ browser:
 	    (apt-get update -qq && DEBIAN_FRONTEND=noninteractive apt-get install -y -qq chromium) >/dev/null 2>&1 || \
 	    echo "chromium could not be installed: the browser tests will fail"; }
 
+# Two pytest-xdist workers, a test file to each (a file's shared runs are made once). The sources are compiled first:
+# with PYTHONDONTWRITEBYTECODE set, each of the suite's hundreds of haiprof processes compiled them again.
 test: $(STAMP) browser
-	$(PY) -m pytest -q
+	$(PY) -m compileall -q haiprof collectors analyzers fixes benchmarks tests examples >/dev/null
+	$(PY) -m pytest -q -n 2 --dist loadfile
 
 # The suite on a loaded machine: two processes keep both cores busy the whole time. A test's verdict must not
 # depend on how many cores are free.
