@@ -28,7 +28,7 @@ browser:
 # Two pytest-xdist workers, a test file to each (a file's shared runs are made once). The sources are compiled first:
 # with PYTHONDONTWRITEBYTECODE set, each of the suite's hundreds of haiprof processes compiled them again.
 test: $(STAMP) browser
-	$(PY) -m compileall -q haiprof collectors analyzers fixes benchmarks tests examples >/dev/null
+	$(PY) -m compileall -q haiprof collectors analyzers fixes >/dev/null
 	$(PY) -m pytest -q -n 2 --dist loadfile
 
 # The suite on a loaded machine: two processes keep both cores busy the whole time. A test's verdict must not
