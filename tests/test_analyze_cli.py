@@ -89,7 +89,7 @@ def _bad(tmp_path, name, content):
 
 @pytest.mark.parametrize("name, content, words", [
     ("empty.json", b"", "empty file"),
-    ("cut.json.gz", gzip.compress(b'{"traceEvents": [{"ph": "X"}]}')[:15], "compressed stream"),
+    ("cut.json.gz", gzip.compress(b'{"traceEvents": [{"ph": "X"}]}', mtime=0)[:15], "compressed stream"),
     ("cut.json", b'{"traceEvents": [{"ph": "X", "cat": "ke', "no complete event"),
     ("noevents.json", b'{"schemaVersion": 1}', "not a PyTorch profiler trace"),
     ("emptydir", None, "no PyTorch profiler traces"),

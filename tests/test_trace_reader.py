@@ -100,7 +100,7 @@ def test_truncated_gzip_keeps_the_readable_prefix(tmp_path):
     (b"[[-1, 1, 37888, 7]]", NotAProfilerTrace, "not a PyTorch profiler trace"),
     (b"hello", NotAProfilerTrace, "not JSON"),
     (b'{"traceEvents": [{"ph": "X", "na', TraceError, "no complete event"),
-    (gzip.compress(b'{"traceEvents": [')[:12], TraceError, "compressed stream"),
+    (gzip.compress(b'{"traceEvents": [', mtime=0)[:12], TraceError, "compressed stream"),
 ])
 def test_bad_input_is_one_clear_error(tmp_path, content, kind, words):
     p = tmp_path / "bad.json"
