@@ -12,12 +12,6 @@ EXAMPLES = REPO / "examples"
 SCRIPTS = Path(__file__).resolve().parent / "scripts"
 HAIPROF = [sys.executable, "-m", "haiprof"]
 
-# `make test` runs two pytest-xdist workers: each worker's torchrun jobs rendezvous on their own port (torchrun
-# reads PET_MASTER_PORT where no --master-port is given; its default, 29500, stays the first worker's)
-_WORKER = os.environ.get("PYTEST_XDIST_WORKER", "")
-if _WORKER.startswith("gw") and _WORKER[2:].isdigit() and "PET_MASTER_PORT" not in os.environ:
-    os.environ["PET_MASTER_PORT"] = str(29500 + 37 * int(_WORKER[2:]))
-
 
 def _has_cuda() -> bool:
     try:
