@@ -7,6 +7,8 @@ import subprocess
 import sys
 import textwrap
 
+import pytest
+
 SCHED_OTHER = 0
 
 
@@ -57,3 +59,34 @@ def test_the_snapshot_child_runs_at_nice_19():
                        env={**os.environ, "PYTHONPATH": os.pathsep.join(sys.path)})
     assert r.returncode == 0, r.stderr
     assert stat_fields(r.stdout) == (19, SCHED_OTHER)
+
+
+def test_beside_processes_that_keep_every_core_busy_the_sampler_still_stops_cleanly(tmp_path):
+    """At nice 19 beside busy cores the sampler gets ~1% of a core: its stop must give it back the training
+    process's priority, or its last sample and exit take seconds and it is killed (seen in the suite under load)."""
+    import subprocess
+    import sys
+    import time
+
+    from haiprof.rundir import RunDir
+    from haiprof.runtime.sidecar import Sidecar
+    if os.geteuid() != 0:
+        pytest.skip("raising a process's priority needs CAP_SYS_NICE (root here); without it the stop waits longer")
+    rd = RunDir.create(tmp_path / "r")
+    side = Sidecar.start(rd, os.getpid(), 0.1)
+    hogs = []
+    try:
+        deadline = time.monotonic() + 60
+        while not rd.read_samples("system") and time.monotonic() < deadline:   # sampling, at nice 19 by now
+            time.sleep(0.05)
+        hogs = [subprocess.Popen([sys.executable, "-c", "while True: pass"]) for _ in range(2 * (os.cpu_count() or 1))]
+        time.sleep(1.0)
+        t0 = time.monotonic()
+        side.stop()
+        took = time.monotonic() - t0
+    finally:
+        for h in hogs:
+            h.kill()
+            h.wait()
+    assert side.proc.returncode == 0, (side.proc.returncode, took)
+    assert took < 1.0, took
