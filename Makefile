@@ -27,15 +27,18 @@ browser:
 
 # Two pytest-xdist workers, a test file to each (a file's shared runs are made once). The sources are compiled first:
 # with PYTHONDONTWRITEBYTECODE set, each of the suite's hundreds of haiprof processes compiled them again.
+COMPILE := $(PY) -m compileall -q haiprof collectors analyzers fixes >/dev/null
+PYTEST := $(PY) -m pytest -q -n 2 --dist loadfile
+
 test: $(STAMP) browser
-	$(PY) -m compileall -q haiprof collectors analyzers fixes >/dev/null
-	$(PY) -m pytest -q -n 2 --dist loadfile
+	$(COMPILE)
+	$(PYTEST)
 
 # The suite on a loaded machine: a test's verdict must not depend on how many cores are free. Each test shares the
 # two cores with the other worker's test and a process that keeps one core busy the whole time.
 test-stress: $(STAMP) browser
-	$(PY) -m compileall -q haiprof collectors analyzers fixes >/dev/null
-	$(PY) tests/with_cpu_hogs.py 1 -- $(PY) -m pytest -q -n 2 --dist loadfile
+	$(COMPILE)
+	$(PY) tests/with_cpu_hogs.py 1 -- $(PYTEST)
 
 clean:
 	rm -rf $(VENV) haiprof-runs .pytest_cache

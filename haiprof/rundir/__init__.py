@@ -171,21 +171,17 @@ class RunDir:
     def phase_appender(self) -> JsonlAppender:
         return ChunkAppender(self.path / PHASES_BIN)
 
-    def release_leftover_reservation(self) -> bool:
+    def release_leftover_reservation(self) -> None:
         """Give back the disk a killed writer kept allocated past phases.bin's end (ChunkAppender reserves it;
         only a clean close releases it). The bytes are unchanged: a truncate to the file's own size frees the
-        blocks past it. A job's directory: each rank's too. True when something was freed; a read-only
-        directory keeps it."""
-        freed = False
+        blocks past it. A job's directory: each rank's too. A read-only directory keeps it."""
         for path in (self.path / PHASES_BIN, *self.path.glob(f"rank-*/{PHASES_BIN}")):
             try:
                 st = path.stat()
                 if st.st_blocks * 512 > st.st_size + ChunkAppender.MIN_RESERVE:
                     os.truncate(path, st.st_size)
-                    freed |= path.stat().st_blocks < st.st_blocks
             except OSError:
                 pass
-        return freed
 
     def has_phases(self) -> bool:
         return (self.path / PHASES_BIN).is_file() or (self.path / PHASES_FILE).is_file()
