@@ -52,6 +52,13 @@ MIN_TIME_PERIOD = 10  # median steps: a period in time is told from chance only 
                      # shorter clock is as well placed by its period in steps
 MISSED = 3           # a period this many times one already traced is that stall again, an occurrence or two
                      # hidden by the window that traced it (and the first one of a period may go unseen)
+CHANCE = 0.02       # a step period is taken when the odds that the busy machine's other slow steps line up so are
+                     # under this (a noise-only run: a window in ~25% of runs without it)
+RATE = 15            # the step time a step period was learned at, and is checked against: a median of this many
+                     # last steps (a drift shows within RATE/2 steps; a busy machine's noise mostly averages out)
+DRIFT = 0.2          # a step period holds while the step time stays within this of the one it was learned at: a
+                     # stall both periods explain is then placed on its step. Beyond it, a clock's stall no longer
+                     # comes every so many steps and the period in time places it
 
 
 @dataclass(frozen=True)
@@ -83,6 +90,7 @@ class AnomalyDetector:
                                                      # time then), a ring
         self._k = 0
         self._run = 0                # anomalous steps in a row
+        self._open = False           # an occurrence not yet looked at: its slow steps in a row may not be over
         self._traced_periods: set = set()   # a period traced once is not traced again (bounded by the budget)
         self.anomalies = 0           # how many were seen (the end-of-run status line)
         self.stall_ns = 0            # the last occurrence's time over the median: what each period adds to a lead
@@ -94,7 +102,9 @@ class AnomalyDetector:
 
     def observe(self, step: int, duration_ns: int, end_ns: int | None = None) -> Ask | None:
         """`step`: the step just finished (0-based), `duration_ns` its time, `end_ns` when it ended (a monotonic
-        clock; None: no periods in time). Returns where to trace, or None."""
+        clock; None: no periods in time). Returns where to trace, or None. An occurrence is looked at on the first
+        ordinary step after it (its slow steps in a row are over: it is at its largest one), so the ask for a
+        periodic stall comes a step after the stall, never on a busy machine's slow step just before it."""
         med = self._median
         slow = self._n >= MIN_STEPS and duration_ns > self.factor * med and duration_ns - med >= self.min_excess_ns
         self._ring[self._n % RING] = duration_ns
@@ -106,10 +116,14 @@ class AnomalyDetector:
             self._median = window[len(window) // 2]
         if not slow:
             self._run = 0
-            return self._due_by_time(step, end_ns) if self._plan is not None and end_ns is not None else None
+            ask = self._occurrence(step, end_ns) if self._open else None
+            if ask is None and self._plan is not None and end_ns is not None:
+                ask = self._due_by_time(step, end_ns)
+            return ask
         self.anomalies += 1
         self._run += 1
         if self._run == STRETCH:
+            self._open = False
             return Ask(open_at=step + 1, due=None, period=None, seen=step)
         if self._run > 1:
             # slow steps in a row are one occurrence, at its largest step: a busy machine's slow step just before
@@ -120,11 +134,19 @@ class AnomalyDetector:
             self._seen[k] = (-1, 0, -1, 0)
             self._k -= 1
         start_ns = -1 if end_ns is None else end_ns - duration_ns
-        now = self._step_now()
-        period = self._period(step, duration_ns)
-        period_ns = self._period_in_time(start_ns, duration_ns, now) if start_ns >= 0 else None
-        self._seen[self._k % ANOMALIES] = (step, duration_ns, start_ns, now)
+        self._seen[self._k % ANOMALIES] = (step, duration_ns, start_ns, self._step_now())
         self._k += 1
+        self._open = self._run < STRETCH
+        return None
+
+    def _occurrence(self, step: int, end_ns: int | None) -> Ask | None:
+        """The last occurrence, now that it is over (`step`: the ordinary step just after it): a period learned
+        from it, and where to trace the next one."""
+        self._open = False
+        seen, duration_ns, start_ns, now = self._seen[(self._k - 1) % ANOMALIES]
+        med = self._median
+        period = self._period(seen, duration_ns)   # (each looks among the earlier occurrences only)
+        period_ns = self._period_in_time(start_ns, duration_ns, now) if start_ns >= 0 else None
         self.stall_ns = duration_ns - med
         # a small multiple of a period already traced is that stall again, an occurrence apart (one was traced, so
         # the detector never saw its time): not asked for again, by steps or by time. Only small ones: every period
@@ -135,27 +157,34 @@ class AnomalyDetector:
         if period_ns is not None and (self._plan is not None or any(
                 abs(period_ns - m * p) <= TIME_TOL * med for p in self._traced_times for m in range(1, 1 + MISSED))):
             return None   # a stall on a clock already placed or traced, whatever its period in steps now
-        if period_ns is not None:   # placed by time, later (_due_by_time); the step period, if any, only refines it
+        if period_ns is not None and end_ns is not None:
+            # placed later (_due_by_time): by its step period while the step time holds, else by its clock
             self._traced_times.append(period_ns)
             if period is not None:
                 self._traced_periods.add(period)
-            self._plan = (start_ns + period_ns, period_ns, step, None if period is None else step + period, period,
-                          self.stall_ns)
+            self._plan = (start_ns + period_ns, period_ns, seen, None if period is None else seen + period, period,
+                          self.stall_ns, self._rate())
             return self._due_by_time(step, end_ns)
         if period is None:
             return None
         # (its period in time is not marked traced: if the step time drifts, the step period stops holding and the
         # clock's window on the same stall is the one that lands)
         self._traced_periods.add(period)
-        due = step + period
+        due = seen + period
+        while due - 2 <= step and period:   # (a period of 3 or 4: the next occurrence is too close)
+            due += period
         # recorded steps are open_at+1 .. open_at+3 (0-based): the due step in the middle
-        return Ask(open_at=max(step + 1, due - 2), due=due, period=period, seen=step)
+        return Ask(open_at=due - 2, due=due, period=period, seen=seen)
 
     def _due_by_time(self, step: int, now_ns: int) -> Ask | None:
         """The window of a period in time, once its due time is close: the step expected to contain it. Asked for
         lead_ns ahead (a job's ranks hear of it first), a stall due sooner is skipped for a later one, whole periods
-        on, and each stall between now and then counts for its time, not as ordinary steps."""
-        due_ns, period_ns, seen, step_due, period, stall_ns = self._plan
+        on, and each stall between now and then counts for its time, not as ordinary steps. A stall with a step
+        period too is placed on its step while the step time holds (within DRIFT of the one it was learned at): a
+        step-counted stall's time varies with its own length and the busy machine's steps, its step does not."""
+        due_ns, period_ns, seen, step_due, period, stall_ns, rate = self._plan
+        if step_due is not None and abs(self._rate() - rate) <= DRIFT * rate:
+            return self._due_by_steps(step, step_due, period, seen)
         per = self._step_now() if self.lead_ns <= 0 else self._median   # far ahead: the rolling median
         if per <= 0:
             return None
@@ -168,25 +197,33 @@ class AnomalyDetector:
         latest = (DUE_AHEAD + 1) * per + self.lead_ns if self.lead_ns > 0 else DUE_AHEAD * per
         # far ahead, a stall between now and then jumps the time to go past the last moment: asked at once
         if due_ns - now_ns >= latest and not (moved and self.lead_ns > 0):
-            self._plan = (due_ns, period_ns, seen, step_due, period, stall_ns)
+            self._plan = (due_ns, period_ns, seen, step_due, period, stall_ns, rate)
             return None
         self._plan = None
         between = max(0, math.ceil((due_ns - now_ns) / period_ns) - 1)   # stalls due before this one
         ahead = (due_ns - now_ns - between * max(0, stall_ns)) / per      # ordinary steps to go until the due time
         due = step + 1 + int(round(ahead))   # the step now starting is step + 1, it starts now
-        # a step-counted stall: its exact step, when the two agree within a step, and a step more for each stall
-        # between (each starts up to a step late: an estimate some periods ahead is that much looser)
-        if step_due is not None and abs(step_due - due) <= 1 + between and step_due - 2 > step:
-            due = step_due
-        else:
-            period = None
-        return Ask(open_at=due - 2, due=due, period=period, seen=seen, period_s=period_ns / 1e9)
+        return Ask(open_at=due - 2, due=due, period=None, seen=seen, period_s=period_ns / 1e9)
+
+    def _due_by_steps(self, step: int, step_due: int, period: int, seen: int) -> Ask | None:
+        """A stall both periods explain, its step time holding: its step, at the last moment (DUE_AHEAD steps
+        ahead, so a drift before then still hands it to the clock), or at once with a lead (a job: the ranks'
+        store moves it whole periods on, collectors/job_share.py)."""
+        while step_due - 2 <= step:   # too close to trace (a step missed while a window ran): the next one
+            step_due += period
+        if self.lead_ns <= 0 and step_due - step > DUE_AHEAD + 1:
+            self._plan = self._plan[:3] + (step_due,) + self._plan[4:]
+            return None
+        self._plan = None
+        return Ask(open_at=step_due - 2, due=step_due, period=period, seen=seen)
 
     def _period(self, step: int, duration_ns: int) -> int | None:
         """A period three intervals agree on: step - a == a - b == b - c (+-1 from 10 steps on) for earlier
         occurrences a, b, c of a like size (each at least SIZE_AGREE of the largest: a checkpoint's stalls, not
         one of them beside the random slow steps of a busy machine). Three intervals, not two: a busy machine's
-        dozen slow steps in a hundred hold three evenly spaced ones by chance, rarely four."""
+        dozen slow steps in a hundred hold three evenly spaced ones by chance, rarely four. And more than chance
+        would line up: where other slow steps of a like size lie between them, the odds that they fall on such a
+        grid by chance must stay under CHANCE, or a fourth interval must agree too."""
         seen = {s: d for s, d, _, _ in self._seen if 0 <= s < step}
 
         def near(at: int, tol: int):
@@ -198,11 +235,26 @@ class AnomalyDetector:
                 continue
             tol = 1 if p >= 10 else 0
             for b, db in near(a - p, tol):
-                for _, dc in near(b - p, tol):
+                for c, dc in near(b - p, tol):
                     sizes = (duration_ns, da, db, dc)
-                    if min(sizes) >= SIZE_AGREE * max(sizes):
+                    if min(sizes) < SIZE_AGREE * max(sizes):
+                        continue
+                    # chance: each of the two earlier intervals holds one of the like-sized others (their density
+                    # over the chain's span) in its 2 tol + 1 steps, for any of the occurrences tried as the first
+                    floor = SIZE_AGREE * max(sizes)
+                    others = sum(1 for s, d in seen.items() if c <= s and s not in (a, b, c) and d >= floor)
+                    hit = (2 * tol + 1) * others / (step - c)
+                    odds = len(seen) * hit * hit
+                    if odds <= CHANCE or any(min(sizes + (dd,)) >= SIZE_AGREE * max(sizes + (dd,))
+                                             and odds * hit <= CHANCE for _, dd in near(c - p, tol)):
                         return p
         return None
+
+    def _rate(self) -> int:
+        """The step time over the last RATE steps, slow ones included (a median: a stall among them is one of
+        RATE), to tell whether a step period still holds."""
+        r = sorted(self._ring[(self._n - k) % RING] for k in range(1, 1 + min(self._n, RATE)))
+        return r[len(r) // 2]
 
     def _step_now(self) -> int:
         """The step time now: the median of the last RECENT ordinary steps."""
@@ -226,7 +278,15 @@ class AnomalyDetector:
                     continue
                 for c, dc, wc in seen:
                     sizes = (duration_ns, da, db, dc)
-                    if (abs(b - p - c) <= TIME_TOL * max(med, now, wa, wb, wc)
-                            and min(sizes) >= TIME_SIZE_AGREE * max(sizes)):
+                    tol = TIME_TOL * max(med, now, wa, wb, wc)
+                    if abs(b - p - c) > tol or min(sizes) < TIME_SIZE_AGREE * max(sizes):
+                        continue
+                    # the odds of a chance grid, as in steps: like-sized others over the span, 2 tol wide each
+                    floor = TIME_SIZE_AGREE * max(sizes)
+                    others = sum(1 for t, d, _ in seen if c <= t and t not in (a, b, c) and d >= floor)
+                    hit = 2 * tol * others / (start_ns - c)
+                    odds = len(seen) * hit * hit
+                    if odds <= CHANCE or any(abs(c - p - e) <= tol and min(sizes + (de,)) >= TIME_SIZE_AGREE * max(
+                            sizes + (de,)) and odds * hit <= CHANCE for e, de, _ in seen):
                         return (start_ns - c) // 3
         return None

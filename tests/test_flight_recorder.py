@@ -26,10 +26,11 @@ def _feed(det, slow: dict, n: int, base_ms: float = 10.0):
 
 def test_periodic_stall_window_is_placed_on_the_next_occurrence():
     # stalls every 20 steps and a one-off at 34: the period is learned at the fourth stall (80: three intervals
-    # agree), the window put so the stall due at 100 is the middle of its three recorded steps (99, 100, 101)
+    # agree), looked at on the step after it (81: its slow steps in a row are over), the window put so the stall
+    # due at 100 is the middle of its three recorded steps (99, 100, 101)
     asks = _feed(AnomalyDetector(), {20: 120, 34: 160, 40: 120, 60: 120, 80: 120}, 90)
-    assert list(asks) == [80]
-    a = asks[80]
+    assert list(asks) == [81]
+    a = asks[81]
     assert (a.due, a.period, a.open_at, a.seen) == (100, 20, 98, 80)
     assert a.open_at + 1 <= a.due <= a.open_at + 3
 
@@ -37,7 +38,7 @@ def test_periodic_stall_window_is_placed_on_the_next_occurrence():
 def test_a_jittered_period_is_learned_and_a_multiple_is_not_asked_again():
     det = AnomalyDetector()
     asks = _feed(det, {20: 90, 41: 90, 61: 90, 81: 90, 121: 90, 141: 90, 161: 90, 201: 90}, 210)
-    assert [(s, a.period, a.due) for s, a in asks.items()] == [(81, 20, 101)]   # 40 later: the same stall twice
+    assert [(s, a.period, a.due) for s, a in asks.items()] == [(82, 20, 101)]   # 40 later: the same stall twice
 
 
 def test_a_stall_asked_for_by_its_step_period_is_not_asked_again_by_its_clock():
@@ -52,7 +53,7 @@ def test_a_stall_asked_for_by_its_step_period_is_not_asked_again_by_its_clock():
         ask = det.observe(step, took, now)
         if ask is not None:
             asks[step] = ask
-    assert [(s, a.period, a.due) for s, a in asks.items()] == [(80, 20, 100)], asks
+    assert [(s, a.period, a.due) for s, a in asks.items()] == [(81, 20, 100)], asks
 
 
 def test_a_window_asked_for_earlier_steps_does_not_queue_behind_a_later_one(tmp_path, monkeypatch):
@@ -134,9 +135,9 @@ def test_a_stall_on_a_clock_is_traced_where_it_falls_when_the_step_time_changes(
 
 def test_the_clock_adds_few_windows_on_a_busy_machines_random_slow_steps():
     # 4% of the steps slow (4-20x), at random: three evenly spaced ones turn up by chance, in steps as in time.
-    # Measured over 300 runs of 600 steps: a window on noise in 77 with steps only, 95 with the clock too (its
-    # intervals agree within 1.5 steps: a timer's stall starts up to a step late; its occurrences within 2x of
-    # each other in time: 106 with the step period's 3x); over these 100: 33 and 40
+    # Measured over 300 runs of 600 steps: a window on noise in 77 with steps only, 95 with the clock too, before
+    # the odds of a chance grid were weighed (anomaly.CHANCE); 28 and 45 since (over these 100: 33 and 40 before,
+    # 8 and 16 since). The bound: a window on noise in under a quarter of the runs, and fewer without the clock
     import random
     runs = {False: 0, True: 0}
     for seed in range(100):
@@ -149,7 +150,7 @@ def test_the_clock_adds_few_windows_on_a_busy_machines_random_slow_steps():
                 ask = det.observe(step, took, now if clock else None)
                 placed = placed or (ask is not None and ask.due is not None)
             runs[clock] += placed
-    assert runs[True] <= 1.5 * runs[False], runs
+    assert runs[False] <= runs[True] < 25, runs
 
 
 def test_memory_is_bounded_and_the_cost_constant():
@@ -196,8 +197,8 @@ def test_trace_requests_trace_the_due_stall_with_python_functions(tmp_path):
     marks = [r for r in records if r[0] == ANOMALY_MARK]
     assert len(marks) == 1
     _, _, _, opened, steps, due, period, seen, period_ms = marks[0]
-    # both periods hold (steady steps): placed by time, on the step the step period names; 19 x 10 + 150 ms
-    assert (due, period, seen, opened, steps, period_ms) == (100, 20, 80, 98, 3, 340)
+    # both periods hold (steady steps): placed on its step, the step time holding (no period in time on the mark)
+    assert (due, period, seen, opened, steps, period_ms) == (100, 20, 80, 98, 3, 0)
     assert [r[3] for r in records if r[0] == WINDOW_MARK] == [98]
     assert (tmp_path / "trace-step98.json.gz").is_file()
     last = {name: reason for name, ok, reason in status}
@@ -510,7 +511,7 @@ def test_a_busy_machines_slow_steps_do_not_make_a_period_beside_a_real_one():
     # checkpoints (150 ms) every 20 steps; a busy machine's slow steps (40 ms) at 30 and 50 would make a period of
     # 10 with them: the large occurrences are looked at first
     asks = _feed(AnomalyDetector(), {20: 150, 30: 40, 40: 150, 50: 40, 60: 150, 70: 40, 80: 150}, 90)
-    assert [(s, a.period, a.due) for s, a in asks.items()] == [(80, 20, 100)]
+    assert [(s, a.period, a.due) for s, a in asks.items()] == [(81, 20, 100)]
 
 
 def test_the_standard_librarys_frames_are_never_the_culprit():
@@ -760,7 +761,8 @@ def test_a_busy_machines_regular_preemption_is_not_a_clock_and_hides_no_later_ch
     # 3 steps, learned as one (slow every third step is a pattern in steps), never as a clock: in time its
     # intervals of 44 ms are under MIN_TIME_PERIOD steps, where TIME_TOL (1.5 steps) lines up anything. And a
     # period of 3 traced does not hide a checkpoint every 1.2 s that comes later (every period is within a step
-    # of a multiple of 3): the checkpoint, its step time steady or changing, is placed by its clock on a stall.
+    # of a multiple of 3): the checkpoint is placed on a stall, by its step while the step time holds (both
+    # periods explain it), by its clock once the step time changes.
     det = AnomalyDetector()
     asks, now = {}, 0
     for step in range(60):
@@ -786,8 +788,12 @@ def test_a_busy_machines_regular_preemption_is_not_a_clock_and_hides_no_later_ch
         if ask is not None:
             clock[step] = ask
         step += 1
-    placed = [a for a in clock.values() if a.period_s]
-    assert placed and abs(placed[0].period_s - 1.2) < 0.05 and placed[0].due in stalls, (clock, stalls)
+    placed = [a for a in clock.values() if a.due is not None]
+    assert placed and placed[0].due in stalls, (clock, stalls)
+    if slower_from_ms is None:
+        assert placed[0].period == stalls[-1] - stalls[-2] and placed[0].period_s is None, placed
+    else:
+        assert placed[0].period_s and abs(placed[0].period_s - 1.2) < 0.05, placed
 
 
 def test_a_stall_right_after_a_busy_machines_slow_step_is_that_occurrence():
@@ -795,7 +801,7 @@ def test_a_stall_right_after_a_busy_machines_slow_step_is_that_occurrence():
     # row are one occurrence, and it is the checkpoint's (the largest), not the slow step before it, which would
     # have no like size: the period is learned at the fourth checkpoint, not the seventh
     asks = _feed(AnomalyDetector(), {20: 150, 40: 150, 59: 35, 60: 150, 80: 150, 100: 150, 120: 150, 140: 150}, 150)
-    assert [(s, a.period, a.due) for s, a in asks.items()] == [(80, 20, 100)], asks
+    assert [(s, a.period, a.due) for s, a in asks.items()] == [(81, 20, 100)], asks
 
 
 def test_a_clock_stalls_starts_agree_within_the_step_time_at_them():
