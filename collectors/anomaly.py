@@ -35,7 +35,7 @@ from dataclasses import dataclass
 RING = 32            # ordinary step times kept for the rolling median
 MEDIAN_EVERY = 8     # the median is re-sorted every this many steps (amortised: a sort of 32 floats / 8 steps)
 MIN_STEPS = 8        # no verdict on a step before this many ordinary steps were seen
-ANOMALIES = 8        # the last anomalous steps kept to learn a period from
+ANOMALIES = 16       # the anomalous steps kept to learn a period from (see _room: which one goes)
 MIN_EXCESS_NS = 2_000_000   # and at least 2 ms over the median: scheduler jitter on tiny steps is no stall
 STRETCH = 5          # this many anomalous steps in a row: a slow stretch, traced at once
 FACTOR = 3.0         # default k: a step over 3x the rolling median is a slow moment
@@ -86,9 +86,9 @@ class AnomalyDetector:
         self._traced_times: list = []   # periods in time traced (bounded by the budget: one a learned period)
         self._n = 0                  # ordinary steps seen (the ring holds min(n, RING) of them)
         self._median = 0
-        self._seen = [(-1, 0, -1, 0)] * ANOMALIES   # the last occurrences (step, its time, its start ns, the step
+        self._seen: list = []        # occurrences kept (step, its time, its start ns, the step
                                                      # time then), a ring
-        self._k = 0
+        self._last = -1              # where the last occurrence is in _seen
         self._run = 0                # anomalous steps in a row
         self._open = False           # an occurrence not yet looked at: its slow steps in a row may not be over
         self._traced_periods: set = set()   # a period traced once is not traced again (bounded by the budget)
@@ -128,22 +128,36 @@ class AnomalyDetector:
         if self._run > 1:
             # slow steps in a row are one occurrence, at its largest step: a busy machine's slow step just before
             # a checkpoint would give the occurrence that step's start and size. A larger one takes its place
-            k = (self._k - 1) % ANOMALIES
-            if duration_ns <= self._seen[k][1]:
+            if duration_ns <= self._seen[self._last][1]:
                 return None
-            self._seen[k] = (-1, 0, -1, 0)
-            self._k -= 1
+            at = self._last
+        else:
+            at = self._room(duration_ns)
         start_ns = -1 if end_ns is None else end_ns - duration_ns
-        self._seen[self._k % ANOMALIES] = (step, duration_ns, start_ns, self._step_now())
-        self._k += 1
+        self._seen[at] = (step, duration_ns, start_ns, self._step_now())
+        self._last = at
         self._open = self._run < STRETCH
         return None
+
+    def _room(self, duration_ns: int) -> int:
+        """Where a new occurrence goes: a free place, else the oldest of those too small to share a period with it
+        (under SIZE_AGREE of its time), else the oldest it could share one with or smaller, else the oldest. A
+        busy machine's slow steps then push out each other, never the stalls they come between (beside two busy
+        processes, a dozen of them between two checkpoints a second apart left no three checkpoints to learn
+        from), and a stall pushes out the small ones first; stalls age out by stalls."""
+        if len(self._seen) < ANOMALIES:
+            self._seen.append(None)
+            return len(self._seen) - 1
+        everyone = range(len(self._seen))
+        smaller = [i for i in everyone if self._seen[i][1] < SIZE_AGREE * duration_ns]
+        like = [i for i in everyone if self._seen[i][1] * SIZE_AGREE <= duration_ns]
+        return min(smaller or like or everyone, key=lambda i: self._seen[i][0])
 
     def _occurrence(self, step: int, end_ns: int | None) -> Ask | None:
         """The last occurrence, now that it is over (`step`: the ordinary step just after it): a period learned
         from it, and where to trace the next one."""
         self._open = False
-        seen, duration_ns, start_ns, now = self._seen[(self._k - 1) % ANOMALIES]
+        seen, duration_ns, start_ns, now = self._seen[self._last]
         med = self._median
         period = self._period(seen, duration_ns)   # (each looks among the earlier occurrences only)
         period_ns = self._period_in_time(start_ns, duration_ns, now) if start_ns >= 0 else None

@@ -81,3 +81,23 @@ def test_a_step_counted_stall_of_varying_length_is_traced_on_a_busy_machine(lead
             placed += 1
             hits += any(s % 20 == 0 for s in range(ask.open_at + 1, ask.open_at + 4))
     assert placed >= 195 and hits >= 0.97 * placed, (hits, placed)
+
+
+def test_a_clock_checkpoint_among_many_small_slow_steps_is_placed_on_a_stall():
+    """examples/slow_moments.py's checkpoint on a clock (every second; the steps slower from 4.4 s on) beside two
+    busy processes: the steps flip between 3 and 8 ms, so a dozen small slow steps (3x the rolling median) come
+    between two checkpoints. Kept in order of arrival, they pushed the checkpoints out of the detector's memory
+    before three intervals could agree, and the run had no window; now they push out each other."""
+    import statistics
+    rec = json.loads((LOADED / "clock_checkpoint_1.json").read_text())
+    steps = [(s, us * 1000) for s, us in rec["steps"]]
+    med = statistics.median(d for _, d in steps)
+    stalls = {s for s, d in steps if d > 10 * med}
+    det, now = AnomalyDetector(), 0
+    for s, d in steps:
+        now += d
+        det.observe(s, d, now)
+    assert len(stalls) >= 6 and det.anomalies > 4 * len(stalls)   # the recording is what the test is about
+    ask = _first_placed(steps)
+    assert ask is not None and ask.period_s and 0.95 <= ask.period_s <= 1.05, ask
+    assert stalls & set(range(ask.open_at + 1, ask.open_at + 4)), (ask, sorted(stalls))
