@@ -12,18 +12,22 @@ cannot be traced once it is over, so the detector predicts the next one:
     its period in steps does not hold, its period in time does. The start times of the occurrences are kept too;
     once three intervals in time agree (+-TIME_TOL recent steps; MIN_TIME_PERIOD steps or longer), the next due
     time is known, and the window is placed at the last moment, on the step expected to contain it: when the due
-    time is DUE_AHEAD recent steps
-    away (a median of the last RECENT ordinary steps: the step time now, not the rolling median's), so the due
-    step is the middle one of the recorded three. A stall both periods explain is placed by time, on the due step
-    the step period names when the two agree within a step, and one more for each stall
-    between (a step-counted stall stays exact); a step period asked for once is not asked for again, by steps
+    time is under DUE_AHEAD steps away (the mean of the last PACE ordinary steps: the step time now, not the
+    rolling median's), so the due step is the middle one of the recorded three. A stall both periods explain is
+    placed on the step its step period names while the step time holds (within DRIFT of the one it was learned
+    at: a step-counted stall's time varies with its own length and a busy machine's steps, its step does not),
+    by its clock once the step time changed; a step period asked for once is not asked for again, by steps
     or by its clock, while it holds;
+  * a period is taken only where the occurrences are of a like size and more than chance would line up: where
+    other like-sized slow steps lie between them, the odds of a chance grid must stay under CHANCE;
+  * an occurrence is looked at once its slow steps in a row are over (at its largest step): a busy machine's
+    slow step just before a checkpoint is not the checkpoint;
   * a slow stretch (STRETCH anomalous steps in a row: the machine or the data got slow): the steps just after are
     traced at once, while it lasts;
   * a one-off slow step is never traced (nothing says when it comes back); the report lists it.
 
-Cost: O(1) per step and bounded memory: three fixed-size rings (RING step times, ANOMALIES anomaly steps, RECENT
-step times), the median re-sorted every MEDIAN_EVERY steps (a sort of RING floats), the periods looked for only on
+Cost: O(1) per step and bounded memory: four fixed-size rings (RING step times, ANOMALIES anomaly steps, RECENT
+and PACE step times), the median re-sorted every MEDIAN_EVERY steps (a sort of RING floats), the periods looked for only on
 an anomalous step (ANOMALIES^3 comparisons at most), a due time checked with a sort of RECENT floats a step. Steps
 a tracing window touched are skipped: the profiler slows them.
 """
@@ -43,10 +47,13 @@ MIN_PERIOD = 3       # slow every other step is a slow run, not a periodic stall
 SIZE_AGREE = 0.33    # the occurrences a period is learned from take at least a third of the largest one's time
 TIME_SIZE_AGREE = 0.5   # ... half, for a period in time: its wider tolerance lines up a busy machine's slow steps
 RECENT = 3           # the step time now: a median of the last this many ordinary steps (a drift shows at once)
+PACE = 4             # steps to a due time are counted in the mean of the last this many ordinary steps: a busy
+                     # machine's steps flip between two times (3 and 8 ms), and the steps to go add up their mean
 TIME_TOL = 1.5       # intervals in time agree within this many median steps (a timer's stall starts at the next
                      # step boundary: each start is late by up to a step; wider lets random slow steps line up)
-DUE_AHEAD = 2.5      # a window placed by time opens when its due time is under this many steps away: due in the
-                     # second of its three recorded steps (warm-up step, then 1.5-2.5 steps to the due time)
+DUE_AHEAD = 3.5      # a window placed by time opens when its due time is under this many steps away (and 1.5 or
+                     # more: the warm-up step first), on the step it falls in. Two steps wide: a step longer than
+                     # the span (a busy machine's 8 ms beside 3 ms ones) jumped a one-step span, period after period
 MIN_TIME_PERIOD = 10  # median steps: a period in time is told from chance only when TIME_TOL is a small part of
                      # it (a busy machine's scheduler slows every few steps at a regular pace); a stall on a
                      # shorter clock is as well placed by its period in steps
@@ -81,6 +88,8 @@ class AnomalyDetector:
         self.lead_ns = int(lead_ns)
         self._ring = [0] * RING
         self._recent = [0] * RECENT
+        self._pace = [0] * PACE      # the last ordinary step times, for _pace_ns
+        self._ordinary = 0           # ordinary steps seen
         self._plan = None            # a period in time learned: (due ns, period ns, seen step, step-period due, period,
                                      # the stall's time over the median)
         self._traced_times: list = []   # periods in time traced (bounded by the budget: one a learned period)
@@ -110,6 +119,8 @@ class AnomalyDetector:
         self._ring[self._n % RING] = duration_ns
         if not slow:
             self._recent[self._n % RECENT] = duration_ns
+            self._pace[self._ordinary % PACE] = duration_ns
+            self._ordinary += 1
         self._n += 1
         if self._n % MEDIAN_EVERY == 0 or self._n == MIN_STEPS:
             window = sorted(self._ring[:min(self._n, RING)])
@@ -199,7 +210,7 @@ class AnomalyDetector:
         due_ns, period_ns, seen, step_due, period, stall_ns, rate = self._plan
         if step_due is not None and abs(self._rate() - rate) <= DRIFT * rate:
             return self._due_by_steps(step, step_due, period, seen)
-        per = self._step_now() if self.lead_ns <= 0 else self._median   # far ahead: the rolling median
+        per = self._pace_ns() if self.lead_ns <= 0 else self._median   # far ahead: the rolling median
         if per <= 0:
             return None
         soonest = 1.5 * per + self.lead_ns   # the warm-up step comes first, and every rank must hear of it
@@ -269,6 +280,11 @@ class AnomalyDetector:
         RATE), to tell whether a step period still holds."""
         r = sorted(self._ring[(self._n - k) % RING] for k in range(1, 1 + min(self._n, RATE)))
         return r[len(r) // 2]
+
+    def _pace_ns(self) -> int:
+        """The mean of the last PACE ordinary steps: the time a step to go takes, on average, now."""
+        r = self._pace[:min(self._ordinary, PACE)]
+        return sum(r) // len(r) if r else 0
 
     def _step_now(self) -> int:
         """The step time now: the median of the last RECENT ordinary steps."""
