@@ -33,6 +33,7 @@ from typing import Callable
 
 from haiprof.rundir.vocabulary import ANOMALY_MARK, WINDOW_MARK, window_trace  # WINDOW_MARK: which file a window wrote
 
+from . import script_profile
 from .anomaly import AnomalyDetector, Ask
 from .trace_window import TraceWindow
 
@@ -140,6 +141,10 @@ class TraceRequests:
 
     # -- driven by the phase recorder -----------------------------------------------------------------------------
     def on_step(self, completed: int) -> None:
+        # a profile function the script set on this thread sees the script's calls, not haiprof's
+        script_profile.hidden(self._on_step, completed)
+
+    def _on_step(self, completed: int) -> None:
         self._last_step = completed
         if not self._driving.acquire(blocking=False):   # another training thread is stepping the windows
             return

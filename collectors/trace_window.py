@@ -30,6 +30,8 @@ from typing import Callable
 
 from haiprof.rundir.vocabulary import KINETO_TRACES, TRACE_BEGIN, TRACE_END  # noqa: F401 (TRACE_* re-exported)
 
+from . import script_profile
+
 TRACE_NAME, RAW_NAME = KINETO_TRACES
 LOG_NAME = "kineto.log"
 NAME = "trace"
@@ -81,6 +83,7 @@ class TraceWindow:
         # the flight recorder's windows: Python functions too (what a stall did outside torch ops); every window
         # records op shapes (the FLOPs of its steps, analyzers/flops.py)
         self.python_stacks = python_stacks
+        self.stacks_note = ""        # why a window asked for Python functions has none (script_profile.py)
         self.warmup_steps = max(1, warmup_steps)
         self.active_steps = active_steps
         self._clock = clock
@@ -159,6 +162,12 @@ class TraceWindow:
             self._done = True
             self._record(False, "the script runs its own torch.profiler: haiprof's tracing window skipped")
             return
+        if self.python_stacks and script_profile.installed() is not None:
+            # torch's Python tracer would replace the script's own profiler (sys.setprofile, cProfile) and clear it
+            # at the window's end: the window records ops without Python functions instead
+            self.python_stacks = False
+            self.stacks_note = ("Python functions left out: the script runs its own profiler (sys.setprofile), "
+                                "which torch's Python tracer would replace")
         activities = [ProfilerActivity.CPU]
         # Trace the GPU only once the script has initialised CUDA itself: never create a context for it.
         if torch.cuda.is_available() and torch.cuda.is_initialized():
@@ -182,7 +191,7 @@ class TraceWindow:
         self._append((TRACE_BEGIN, begin, begin))
         devices = "+".join(a.name for a in activities)
         self._record(True, f"tracing {self.active_steps} step(s) ({devices}) after {completed} step(s); "
-                                 "window in progress")
+                                 "window in progress" + (f"; {self.stacks_note}" if self.stacks_note else ""))
 
     def _record(self, available: bool, reason: str) -> None:
         self._status(self.name, available, f"{reason}; {self.cupti_note}" if self.cupti_note else reason)
@@ -347,7 +356,8 @@ class TraceWindow:
             size = self._compress(raw)
             partial = "" if n >= self.active_steps else f" (partial: the run ended after {n} of {self.active_steps})"
             self._record(True, f"{n} step(s) traced after {self._start_step} step(s) + 1 profiler warm-up "
-                                     f"step{partial}: {self.trace_name}, {size / 2**20:.1f} MiB")
+                                     f"step{partial}: {self.trace_name}, {size / 2**20:.1f} MiB"
+                                     + (f"; {self.stacks_note}" if self.stacks_note else ""))
         except Exception as e:
             self._record(False, f"trace could not be saved: {type(e).__name__}: {e}"[:500])
 

@@ -1,9 +1,5 @@
-"""The script installs its own sys.setprofile counting calls of one function of its own.
-
-expected_diff: the script's profile function also sees haiprof's calls on the training thread: the tracing window's
-    torch.profiler `step()` calls count as 4 more calls named step (16, python 12); a profile hook sees every Python
-    call in its thread, and haiprof's hooks run there
-"""
+"""The script installs its own sys.setprofile counting calls of one function of its own (haiprof's step callback
+runs with it paused: the count is the script's, collectors/script_profile.py)."""
 import torch
 from tiny_model import model, opt, x, y, step   # noqa: F401  (the probes' shared model, copied beside each)
 import sys
