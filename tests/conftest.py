@@ -38,6 +38,15 @@ def run_haiprof(*args, cwd=None, timeout=180, env=None, **kw):
                           timeout=timeout, env=e, **kw)
 
 
+def terminal_signals():
+    """preexec_fn for a child that a test signals as a terminal would: Ctrl-C and a hang-up at their default
+    dispositions. The suite started as a background job (`make test &`, nohup) has them ignored, which children
+    inherit and which python, and haiprof like it, then keep: a test of what Ctrl-C does would see nothing."""
+    import signal
+    signal.signal(signal.SIGINT, signal.SIG_DFL)
+    signal.signal(signal.SIGHUP, signal.SIG_DFL)
+
+
 def run_python(*args, cwd=None, timeout=120, **kw):
     """Run plain `python ARGS` as a real subprocess (the reference haiprof's run is compared with)."""
     return subprocess.run([sys.executable, *map(str, args)], cwd=cwd, capture_output=True, text=True,

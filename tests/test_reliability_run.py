@@ -11,7 +11,7 @@ from pathlib import Path
 
 import pytest
 
-from conftest import HAIPROF, SCRIPTS, in_parallel, load_summary, run_haiprof
+from conftest import HAIPROF, SCRIPTS, in_parallel, load_summary, run_haiprof, terminal_signals
 
 REL = SCRIPTS / "reliability"
 
@@ -174,15 +174,9 @@ def test_dash_m_finds_modules_in_the_current_directory(tmp_path):
 
 
 # -- 8: hang-ups and Ctrl-C during teardown ---------------------------------------------------------------------
-def _hangup_ends_it():
-    """A terminal's hang-up: the default disposition, even when the suite itself runs under nohup (SIG_IGN, which
-    children inherit, and which haiprof like python then keeps)."""
-    signal.signal(signal.SIGHUP, signal.SIG_DFL)
-
-
 def _start_loop(out):
     proc = subprocess.Popen([*HAIPROF, "run", "--out", str(out), str(SCRIPTS / "exits.py"), "loop", "100000"],
-                            stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True, preexec_fn=_hangup_ends_it)
+                            stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True, preexec_fn=terminal_signals)
     assert proc.stdout.readline().strip() == "ready"
     time.sleep(1.0)
     return proc
@@ -192,7 +186,7 @@ def test_sighup_writes_report(tmp_path):
     out = tmp_path / "r"
     # plain python's loop, started beside haiprof's (its torch import overlaps ours)
     plain = subprocess.Popen([sys.executable, str(SCRIPTS / "exits.py"), "loop", "100000"],
-                             stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True, preexec_fn=_hangup_ends_it)
+                             stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True, preexec_fn=terminal_signals)
     proc = None
     try:
         proc = _start_loop(out)
@@ -216,7 +210,7 @@ def _start_until_teardown(out, *options):
     """Run a script to its end and return once teardown has begun (meta.json gets its end_time before the report
     is written)."""
     proc = subprocess.Popen([*HAIPROF, "run", *options, "--out", str(out), str(SCRIPTS / "exits.py"), "ok", "400"],
-                            stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
+                            stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True, preexec_fn=terminal_signals)
     deadline = time.monotonic() + 120
     while time.monotonic() < deadline:
         try:

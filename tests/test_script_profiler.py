@@ -12,10 +12,10 @@ from haiprof.collectors import script_profile
 @pytest.mark.parametrize("mode", ["setprofile", "cprofile"])
 def test_the_scripts_own_profiler_runs_to_the_end_beside_a_flight_recorder_window(tmp_path, mode):
     from conftest import SCRIPTS, load_summary, run_haiprof, run_python
-    py = run_python(SCRIPTS / "own_profiler.py", mode, cwd=tmp_path)
+    py = run_python(SCRIPTS / "self_profiling.py", mode, cwd=tmp_path)
     assert py.returncode == 0 and py.stdout == "still ours: True calls 160\n", py.stdout + py.stderr
     out = tmp_path / "run"
-    r = run_haiprof("run", "--quiet", "--out", out, SCRIPTS / "own_profiler.py", mode, cwd=tmp_path, timeout=300)
+    r = run_haiprof("run", "--quiet", "--out", out, SCRIPTS / "self_profiling.py", mode, cwd=tmp_path, timeout=300)
     assert r.returncode == 0, r.stderr
     assert r.stdout == py.stdout   # before: "still ours: False calls 26" (the profiler gone after the window)
     s = load_summary(out)

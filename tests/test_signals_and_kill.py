@@ -7,12 +7,12 @@ import time
 
 import pytest
 
-from conftest import HAIPROF, SCRIPTS, in_parallel, load_summary, run_haiprof, phase_records
+from conftest import HAIPROF, SCRIPTS, in_parallel, load_summary, run_haiprof, phase_records, terminal_signals
 
 
 def _start_loop(out):
     proc = subprocess.Popen([*HAIPROF, "run", "--out", str(out), str(SCRIPTS / "exits.py"), "loop", "100000"],
-                            stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
+                            stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True, preexec_fn=terminal_signals)
     assert proc.stdout.readline().strip() == "ready"
     time.sleep(1.5)  # let a flush (every 0.5 s) and a few samples happen
     return proc
@@ -22,7 +22,7 @@ def _start_loop(out):
 def python_loop():
     """The same loop under plain python, started beside haiprof's (its torch import overlaps ours)."""
     proc = subprocess.Popen([sys.executable, str(SCRIPTS / "exits.py"), "loop", "100000"],
-                            stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
+                            stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True, preexec_fn=terminal_signals)
     yield proc
     if proc.poll() is None:   # the test ended before signalling it
         proc.kill()
