@@ -27,9 +27,10 @@ cannot be traced once it is over, so the detector predicts the next one:
   * a one-off slow step is never traced (nothing says when it comes back); the report lists it.
 
 Cost: O(1) per step and bounded memory: four fixed-size rings (RING step times, ANOMALIES anomaly steps, RECENT
-and PACE step times), the median re-sorted every MEDIAN_EVERY steps (a sort of RING floats), the periods looked for only on
-an anomalous step (ANOMALIES^3 comparisons at most), a due time checked with a sort of RECENT floats a step. Steps
-a tracing window touched are skipped: the profiler slows them.
+and PACE step times), the median re-sorted every MEDIAN_EVERY steps (a sort of RING floats), the periods looked
+for only once a slow moment is over (ANOMALIES^3 comparisons at most), and while a window waits for its due time a
+sort of RATE floats and a mean of PACE a step. Steps a tracing window touched are skipped: the profiler slows
+them.
 """
 from __future__ import annotations
 
