@@ -36,6 +36,7 @@ from __future__ import annotations
 
 import math
 from dataclasses import dataclass
+from typing import NamedTuple
 
 RING = 32            # ordinary step times kept for the rolling median
 MEDIAN_EVERY = 8     # the median is re-sorted every this many steps (amortised: a sort of 32 floats / 8 steps)
@@ -81,6 +82,26 @@ class Ask:
     period_s: float | None = None   # the learned period in seconds, when the window was placed by time
 
 
+class _Plan(NamedTuple):
+    """A period in time learned, its window not yet placed (AnomalyDetector._due_by_time)."""
+    due_ns: int               # when the next occurrence is due
+    period_ns: int
+    seen: int                 # the occurrence it was learned at
+    step_due: int | None      # the step the step period names for it, if the stall has one
+    period: int | None        # that step period
+    stall_ns: int             # the stall's time over the median: what each period between adds to the time to go
+    rate: int                 # the step time it was learned at (_rate): the step period holds while this does
+
+
+def _beyond_chance(tried: int, hit: float, fourth) -> bool:
+    """Whether a grid of three agreeing intervals is more than a busy machine's other slow steps would line up:
+    each of the two earlier intervals holds one of them with probability `hit`, for any of `tried` occurrences
+    tried as the first; under CHANCE, or under it with a fourth interval that agrees too (`fourth`: an iterable
+    of bools, read only when needed)."""
+    odds = tried * hit * hit
+    return odds <= CHANCE or (odds * hit <= CHANCE and any(fourth))
+
+
 class AnomalyDetector:
     def __init__(self, factor: float = FACTOR, min_excess_ns: int = MIN_EXCESS_NS, lead_ns: int = 0):
         self.factor, self.min_excess_ns = float(factor), int(min_excess_ns)
@@ -91,13 +112,12 @@ class AnomalyDetector:
         self._recent = [0] * RECENT
         self._pace = [0] * PACE      # the last ordinary step times, for _pace_ns
         self._ordinary = 0           # ordinary steps seen
-        self._plan = None            # a period in time learned: (due ns, period ns, seen step, step-period due, period,
-                                     # the stall's time over the median)
+        self._plan: _Plan | None = None   # a period in time learned, its window not yet placed
         self._traced_times: list = []   # periods in time traced (bounded by the budget: one a learned period)
-        self._n = 0                  # ordinary steps seen (the ring holds min(n, RING) of them)
+        self._n = 0                  # steps seen (the ring holds min(n, RING) of them)
         self._median = 0
-        self._seen: list = []        # occurrences kept (step, its time, its start ns, the step
-                                                     # time then), a ring
+        self._seen: list = []        # occurrences kept, at most ANOMALIES (step, its time, its start ns, the step
+                                     # time then); _room says which one a new one replaces
         self._last = -1              # where the last occurrence is in _seen
         self._run = 0                # anomalous steps in a row
         self._open = False           # an occurrence not yet looked at: its slow steps in a row may not be over
@@ -188,8 +208,8 @@ class AnomalyDetector:
             self._traced_times.append(period_ns)
             if period is not None:
                 self._traced_periods.add(period)
-            self._plan = (start_ns + period_ns, period_ns, seen, None if period is None else seen + period, period,
-                          self.stall_ns, self._rate())
+            self._plan = _Plan(start_ns + period_ns, period_ns, seen, None if period is None else seen + period,
+                               period, self.stall_ns, self._rate())
             return self._due_by_time(step, end_ns)
         if period is None:
             return None
@@ -223,7 +243,7 @@ class AnomalyDetector:
         latest = (DUE_AHEAD + 1) * per + self.lead_ns if self.lead_ns > 0 else DUE_AHEAD * per
         # far ahead, a stall between now and then jumps the time to go past the last moment: asked at once
         if due_ns - now_ns >= latest and not (moved and self.lead_ns > 0):
-            self._plan = (due_ns, period_ns, seen, step_due, period, stall_ns, rate)
+            self._plan = _Plan(due_ns, period_ns, seen, step_due, period, stall_ns, rate)
             return None
         self._plan = None
         between = max(0, math.ceil((due_ns - now_ns) / period_ns) - 1)   # stalls due before this one
@@ -238,7 +258,7 @@ class AnomalyDetector:
         while step_due - 2 <= step:   # too close to trace (a step missed while a window ran): the next one
             step_due += period
         if self.lead_ns <= 0 and step_due - step > DUE_AHEAD + 1:
-            self._plan = self._plan[:3] + (step_due,) + self._plan[4:]
+            self._plan = self._plan._replace(step_due=step_due)
             return None
         self._plan = None
         return Ask(open_at=step_due - 2, due=step_due, period=period, seen=seen)
@@ -269,10 +289,9 @@ class AnomalyDetector:
                     # over the chain's span) in its 2 tol + 1 steps, for any of the occurrences tried as the first
                     floor = SIZE_AGREE * max(sizes)
                     others = sum(1 for s, d in seen.items() if c <= s and s not in (a, b, c) and d >= floor)
-                    hit = (2 * tol + 1) * others / (step - c)
-                    odds = len(seen) * hit * hit
-                    if odds <= CHANCE or any(min(sizes + (dd,)) >= SIZE_AGREE * max(sizes + (dd,))
-                                             and odds * hit <= CHANCE for _, dd in near(c - p, tol)):
+                    if _beyond_chance(len(seen), (2 * tol + 1) * others / (step - c),
+                                      (min(sizes + (dd,)) >= SIZE_AGREE * max(sizes + (dd,))
+                                       for _, dd in near(c - p, tol))):
                         return p
         return None
 
@@ -315,9 +334,8 @@ class AnomalyDetector:
                     # the odds of a chance grid, as in steps: like-sized others over the span, 2 tol wide each
                     floor = TIME_SIZE_AGREE * max(sizes)
                     others = sum(1 for t, d, _ in seen if c <= t and t not in (a, b, c) and d >= floor)
-                    hit = 2 * tol * others / (start_ns - c)
-                    odds = len(seen) * hit * hit
-                    if odds <= CHANCE or any(abs(c - p - e) <= tol and min(sizes + (de,)) >= TIME_SIZE_AGREE * max(
-                            sizes + (de,)) and odds * hit <= CHANCE for e, de, _ in seen):
+                    if _beyond_chance(len(seen), 2 * tol * others / (start_ns - c),
+                                      (abs(c - p - e) <= tol and min(sizes + (de,)) >= TIME_SIZE_AGREE * max(
+                                          sizes + (de,)) for e, de, _ in seen)):
                         return (start_ns - c) // 3
         return None

@@ -191,10 +191,10 @@ class TraceWindow:
         self._append((TRACE_BEGIN, begin, begin))
         devices = "+".join(a.name for a in activities)
         self._record(True, f"tracing {self.active_steps} step(s) ({devices}) after {completed} step(s); "
-                                 "window in progress" + (f"; {self.stacks_note}" if self.stacks_note else ""))
+                                 "window in progress")
 
     def _record(self, available: bool, reason: str) -> None:
-        self._status(self.name, available, f"{reason}; {self.cupti_note}" if self.cupti_note else reason)
+        self._status(self.name, available, "; ".join(filter(None, (reason, self.stacks_note, self.cupti_note))))
 
     @property
     def active(self) -> bool:
@@ -356,8 +356,7 @@ class TraceWindow:
             size = self._compress(raw)
             partial = "" if n >= self.active_steps else f" (partial: the run ended after {n} of {self.active_steps})"
             self._record(True, f"{n} step(s) traced after {self._start_step} step(s) + 1 profiler warm-up "
-                                     f"step{partial}: {self.trace_name}, {size / 2**20:.1f} MiB"
-                                     + (f"; {self.stacks_note}" if self.stacks_note else ""))
+                                     f"step{partial}: {self.trace_name}, {size / 2**20:.1f} MiB")
         except Exception as e:
             self._record(False, f"trace could not be saved: {type(e).__name__}: {e}"[:500])
 
