@@ -1,6 +1,5 @@
-"""SIGKILL to itself mid-training: no report can be written, the status is -9.
-
-no_report: SIGKILL ends the process before anything can be written
+"""SIGKILL to itself mid-training: the status is -9; the report is written from what was flushed, by the process
+that launched the script's python.
 """
 import torch
 from tiny_model import model, opt, x, y, step   # noqa: F401  (the probes' shared model, copied beside each)

@@ -91,8 +91,12 @@ def _gpus() -> list[str]:
     return out
 
 
-def collect_meta(opts: RunOptions, target_name: str, run_dir: RunDir) -> dict:
-    import torch
+def collect_meta(opts: RunOptions, target_name: str, run_dir: RunDir, measure_torch: bool = True) -> dict:
+    """meta.json at the start. `measure_torch=False`: this process is not the script's and does not import torch;
+    the script's python adds torch's version and the set-up conditions (runtime/child_boot.py)."""
+    torch = None
+    if measure_torch:
+        import torch
     meta = {
         "run_dir": str(run_dir.path),   # where this run (a rank: on its own node) wrote its data
         "haiprof_version": __version__, "haiprof_argv": opts.haiprof_argv,
@@ -101,11 +105,13 @@ def collect_meta(opts: RunOptions, target_name: str, run_dir: RunDir) -> dict:
         "command": " ".join(["haiprof", "run", *opts.haiprof_argv]) if opts.haiprof_argv else None,
         "target_name": target_name, "script": opts.script, "module": opts.module, "argv": list(opts.args),
         "cwd": os.getcwd(), "host": socket.gethostname(), "pid": os.getpid(),
-        "python": platform.python_version(), "torch": torch.__version__,
+        "python": platform.python_version(),
         "cpu_model": cpu_model(), "cpu_count": os.cpu_count(),
         "cpu_affinity": len(os.sched_getaffinity(0)) if hasattr(os, "sched_getaffinity") else None,
         "gpus": _gpus(), "start_time": time.time(), "start_monotonic_ns": time.monotonic_ns(),
         "end_time": None, "exit_code": None,
     }
-    meta["conditions"] = setup_conditions(meta)   # what a --fix comparison checks (runtime/conditions.py)
+    if torch is not None:
+        meta["torch"] = torch.__version__
+        meta["conditions"] = setup_conditions(meta)   # what a --fix comparison checks (runtime/conditions.py)
     return meta

@@ -1,6 +1,6 @@
-"""`haiprof run SCRIPT` in this process: check the target, claim the run directory, choose the --fix plan, run the
-script under the collectors (session.profile_target), then analyse and render. A distributed job's ranks start
-at worker.py instead.
+"""`haiprof run SCRIPT`: check the target, claim the run directory, choose the --fix plan, run the script in its
+own python under the collectors (child_run.py), then analyse and render. A distributed job's ranks start at
+worker.py instead.
 """
 from __future__ import annotations
 
@@ -14,7 +14,6 @@ from ..errors import UserError, keep_stderr, say
 from ..rundir import PHASES_BIN, RunDir
 from . import launcher
 from .run_setup import RunOptions, claim_out_dir, collect_meta
-from .session import profile_target
 
 
 def run(opts: RunOptions) -> int:
@@ -31,9 +30,10 @@ def run(opts: RunOptions) -> int:
     run_dir = claim_out_dir(opts.out, target_name)   # a bad --out fails here, before the script starts
     out_dir = run_dir.path
     t_torch = time.perf_counter()
-    import torch  # noqa: F401  (the script imports it anyway; timed apart from our own set-up)
+    if opts.fix:   # the fix plan compares set-up conditions (torch's threads): the script's python measures them
+        import torch  # noqa: F401   otherwise (child_boot), and this process never imports torch
     t_torch = time.perf_counter() - t_torch
-    meta = collect_meta(opts, target_name, run_dir)
+    meta = collect_meta(opts, target_name, run_dir, measure_torch=bool(opts.fix))
     if os.environ.get("RANK", "").isdigit():   # a rank's baseline is the same rank's earlier run
         meta.setdefault("rank", int(os.environ["RANK"]))
     # --- fixes (haiprof run --fix): choose them (may run a diagnosis pass) before our run dir exists ---
@@ -66,15 +66,15 @@ def run(opts: RunOptions) -> int:
         raise UserError(f"cannot write the run directory {run_dir.path}: {e.strerror or e}") from None
     setup_s = time.perf_counter() - t_setup - t_torch
 
-    # Live status line on stderr, only on a terminal (runtime/progress.py). Here, not in profile_target: the
+    # Live status line on stderr, only on a terminal (runtime/progress.py). Here, in the launching process: the
     # ranks of a distributed job share one terminal and must not each draw a line.
     from .progress import LiveStatus
-    live = LiveStatus.start_if_tty(run_dir.file(PHASES_BIN), quiet=opts.quiet)
+    live = []
 
     def on_exit(run_dir: RunDir, outcome) -> None:
         t_teardown = time.perf_counter()
-        if live is not None:
-            live.stop()
+        for status in live:
+            status.stop()
         if getattr(run_dir, "unwritten", None):   # the disk is full: said once, with the command for later
             return
         finish(run_dir, quiet=opts.quiet)
@@ -85,7 +85,13 @@ def run(opts: RunOptions) -> int:
         except OSError:
             pass   # a full disk: said once already (profile_target); the exit code stays the script's
 
-    return profile_target(run_dir, opts, on_exit, fix_plan)
+    from . import child_run
+
+    def started() -> None:
+        status = LiveStatus.start_if_tty(run_dir.file(PHASES_BIN), quiet=opts.quiet)
+        if status is not None:
+            live.append(status)
+    return child_run.run(run_dir, opts, fix_plan, on_exit, started)
 
 
 def _remove_new_run_dir(run_dir: RunDir) -> None:

@@ -1,5 +1,5 @@
-"""Wire the collectors around the user's script: `profile_target`, shared by `haiprof run` (script_run.py) and
-each rank of a distributed job (worker.py).
+"""Wire the collectors around the user's script: `Session`, started in the script's own python by `haiprof run`
+(runtime/child_boot.py) and around launcher.run by each rank of a distributed job (`profile_target`, worker.py).
 
 Order matters for overhead and safety: the side sampler starts first (it runs in its own process), the hooks are
 installed just before the script runs and removed right after, and every failure of ours is reported on one line
@@ -60,114 +60,145 @@ def _install(run_dir: RunDir, name: str, collector) -> bool:
         return False
 
 
+class Session:
+    """The collectors around one run of the script, in the process that runs it: `start()` before the script,
+    `end(outcome)` after it, whichever way it ended. `haiprof run` starts it in the script's own python (the
+    child it launches: runtime/child_boot.py), a rank of a distributed job around launcher.run (profile_target).
+
+    `on_exit(run_dir, outcome)`: called by `stop_here` (the --steps stop the script swallowed, or --fix auto's
+    diagnosis pass) before the process ends there; None where another process writes the report (the child)."""
+
+    def __init__(self, run_dir: RunDir, opts: RunOptions, fix_plan=None, on_exit: Callable | None = None):
+        self.run_dir, self.opts, self.fix_plan, self.on_exit = run_dir, opts, fix_plan, on_exit
+        self.owner_pid = os.getpid()
+        self.teardown = None
+        self.recorder = None
+        self.wait = None
+        self.ended = False
+
+    def start(self) -> None:
+        from haiprof.collectors.ddp_comm import DDPCommObserver
+        from haiprof.collectors.phases import PhaseRecorder
+        from haiprof.collectors.sharded_comm import ShardedCommObserver
+        from haiprof.collectors.anomaly import AnomalyDetector
+        from haiprof.collectors.job_share import JobShare
+        from haiprof.collectors.trace_requests import TraceRequests
+        from haiprof.collectors.trace_window import TraceWindow
+
+        from . import fixrun
+
+        run_dir, opts = self.run_dir, self.opts
+        # no snapshots for --fix auto's short diagnosis pass
+        snapshot_s = 0.0 if os.environ.get(fixrun.DIAGNOSIS_ENV) == "1" else opts.snapshot_every_min * 60
+        self.unwritten = unwritten = Unwritten(run_dir)   # a full disk: the script's exit stays its own (see there)
+        hooks_ok = False
+        # The run's end is one sequence, whichever way the run ends (the script's end, or stop_here below): each
+        # thing started pushes its undo here, so the undos run in the reverse order of these pushes, and a failure
+        # while starting undoes what had been started.
+        with contextlib.ExitStack() as starting:
+            sidecar = start_sidecar(run_dir, opts.sample_interval_s, snapshot_s)
+            starting.callback(stop_sidecar, sidecar)
+            appender = run_dir.phase_appender().start()
+            self.recorder = recorder = PhaseRecorder(appender.append, max_steps=opts.steps)
+            recorder.drain_from(appender.before_flush)   # CUDA events resolved on the flush thread
+
+            def data_written() -> None:
+                unwritten.note("phases.bin", appender.failed)
+                note_reopened(run_dir, appender, sidecar)
+                if hooks_ok:
+                    roots, kept = recorder.narrowed_to, recorder.kept_global
+                    run_dir.record_status("phases", True, f"forward timed on {roots} root module(s) after step 2"
+                                          if roots is not None else f"forward timed by global module hooks ({kept})"
+                                          if kept else "")
+            starting.callback(data_written)
+            starting.callback(unwritten.attempt, "phases.bin", appender.close)
+            ddp = DDPCommObserver(appender.append)     # DDP gradient sync, read-only (no comm hook)
+            sharded = ShardedCommObserver(appender.append)   # FSDP's all-gathers and reduce-scatters
+            fix_session = fixrun.FixSession(run_dir, self.fix_plan)   # fixes and loss capture, before the recorder
+            fix_session.start()
+            starting.callback(unwritten.attempt, "losses.json", fix_session.finish)
+            if fix_session.losses is not None:   # CPU losses to floats on disk as the run goes (a SIGKILL keeps them)
+                appender.before_flush.append(fix_session.losses.drain)
+            # Op-level tracing window: a few steps after warm-up. Windows asked for later: --trace-at,
+            # --trace-every, `haiprof trace RUN_DIR` (its request file is looked for on the flush thread, never on
+            # the training thread). TraceRequests drives them all from the optimizer-step hook, one at a time (two
+            # profilers crash torch).
+            window = TraceWindow(run_dir.path, appender.append, run_dir.record_status, active_steps=opts.trace_steps)
+            requests = TraceRequests(run_dir.path, appender.append, run_dir.record_status, window,
+                                     at_steps=opts.trace_at,
+                                     every_s=opts.trace_every_min * 60 if opts.trace_every_min else None,
+                                     steps=opts.trace_steps or 3,
+                                     anomaly=AnomalyDetector(opts.anomaly_factor) if opts.trace_on_anomaly else None,
+                                     anomaly_windows=opts.anomaly_windows, anomaly_mb=opts.anomaly_mb,
+                                     share=JobShare(opts.job_store, run_dir.record_status)
+                                     if opts.job_store and opts.trace_on_anomaly else None)
+            starting.callback(requests.close)
+            starting.callback(window.close)      # before appender.close(): it writes the window's end mark
+            for collector in (recorder, ddp, sharded):   # removed in the reverse order: sharded, ddp, recorder
+                starting.callback(collector.uninstall)
+            hooks_ok = _install(run_dir, "phases", recorder)
+            _install(run_dir, "ddp", ddp)
+            _install(run_dir, "sharded", sharded)   # after the recorder: its wrappers go around the recorder's
+            recorder.step_callbacks.append(requests.on_step)
+            appender.before_flush.append(requests.poll)
+            self.teardown = starting.pop_all()
+        if opts.steps:
+            if os.environ.get(fixrun.DIAGNOSIS_ENV) == "1":
+                recorder.on_limit = self.stop_here
+            recorder.on_swallowed = lambda: self.stop_here(swallowed=True)
+        self.wait = CpuWait()   # how long the training thread waits for a CPU while the script runs (a condition)
+
+    def end(self, outcome_, **how) -> None:
+        """Undo what was started, then write how the run ended; a write that fails is said once (Unwritten)."""
+        if self.ended:
+            return
+        self.ended = True
+        self.teardown.close()
+        # what the script already does, however the run ends: the advice leaves those fixes out (--fix auto's
+        # diagnosis pass ends through stop_here too)
+        fields = dict(end_time=time.time(), end_monotonic_ns=time.monotonic_ns(), steps_limit=self.opts.steps, **how,
+                      cpu_wait_share=self.wait.share() if self.wait is not None else None,
+                      script_uses=dict(self.recorder.script_uses), **_torch_math())
+        if outcome_ is not None:   # None: the process that waits for this one writes them (runtime/child_run.py)
+            fields.update(exit_code=outcome_.exit_code, how=outcome_.how, error=outcome_.error)
+        self.unwritten.attempt("meta.json", lambda: self.run_dir.update_meta(**fields))
+        self.unwritten.say()
+
+    def stop_here(self, swallowed: bool = False) -> None:
+        """The data is written and the process ends, without unwinding the script: at --fix auto's diagnosis
+        pass's last step (its finally blocks and atexit handlers, a final checkpoint or a log line, never run for a
+        pass the user did not ask for), or when the script swallowed the --steps stop."""
+        if os.getpid() != self.owner_pid:
+            return
+        if swallowed:
+            _say(f"haiprof: --steps {self.opts.steps}: the script caught the stop (a bare except:?) and went on; "
+                 f"the run is written and the process ends here (exit 0, the script's finally blocks not run)")
+        outcome_ = launcher.Outcome(0, "step-limit")
+        self.end(outcome_, cleanup_skipped=True)
+        if self.on_exit is not None:
+            self.on_exit(self.run_dir, outcome_)
+        for stream in (sys.stdout, sys.stderr):
+            try:
+                stream.flush()
+            except (AttributeError, OSError, ValueError):
+                pass
+        os._exit(0)
+
+
 def profile_target(run_dir: RunDir, opts: RunOptions, on_exit: Callable, fix_plan=None) -> int:
-    """Run opts' target under every in-process collector and the side sampler, then `on_exit(run_dir, outcome)`.
+    """Run opts' target in this process under every in-process collector and the side sampler, then
+    `on_exit(run_dir, outcome)`: each rank of a distributed job (runtime/worker.py).
 
-    Shared by `haiprof run` and each rank of a distributed job (runtime/worker.py). Whatever happens to the
-    script, the collectors are removed, the data flushed and the outcome recorded in meta.json before on_exit.
+    Whatever happens to the script, the collectors are removed, the data flushed and the outcome recorded in
+    meta.json before on_exit.
     """
-    from haiprof.collectors.ddp_comm import DDPCommObserver
-    from haiprof.collectors.phases import PhaseRecorder, StepLimitReached
-    from haiprof.collectors.sharded_comm import ShardedCommObserver
-    from haiprof.collectors.anomaly import AnomalyDetector
-    from haiprof.collectors.job_share import JobShare
-    from haiprof.collectors.trace_requests import TraceRequests
-    from haiprof.collectors.trace_window import TraceWindow
+    from haiprof.collectors.phases import StepLimitReached
 
-    from . import fixrun
-
-    # no snapshots for --fix auto's short diagnosis pass
-    snapshot_s = 0.0 if os.environ.get(fixrun.DIAGNOSIS_ENV) == "1" else opts.snapshot_every_min * 60
-    unwritten = Unwritten(run_dir)   # a full disk: the script's exit stays its own (see there)
-    hooks_ok = False
-    # The run's end is one sequence, whichever way the run ends (the script's end, or stop_here below): each
-    # thing started pushes its undo here, so the undos run in the reverse order of these pushes, and a failure
-    # while starting undoes what had been started.
-    with contextlib.ExitStack() as starting:
-        sidecar = start_sidecar(run_dir, opts.sample_interval_s, snapshot_s)
-        starting.callback(stop_sidecar, sidecar)
-        appender = run_dir.phase_appender().start()
-        recorder = PhaseRecorder(appender.append, max_steps=opts.steps)
-        recorder.drain_from(appender.before_flush)   # CUDA events resolved on the flush thread
-
-        def data_written() -> None:
-            unwritten.note("phases.bin", appender.failed)
-            note_reopened(run_dir, appender, sidecar)
-            if hooks_ok:
-                roots, kept = recorder.narrowed_to, recorder.kept_global
-                run_dir.record_status("phases", True, f"forward timed on {roots} root module(s) after step 2"
-                                      if roots is not None else f"forward timed by global module hooks ({kept})"
-                                      if kept else "")
-        starting.callback(data_written)
-        starting.callback(unwritten.attempt, "phases.bin", appender.close)
-        ddp = DDPCommObserver(appender.append)     # DDP gradient sync, read-only (no comm hook)
-        sharded = ShardedCommObserver(appender.append)   # FSDP's all-gathers and reduce-scatters, issue to completion
-        fix_session = fixrun.FixSession(run_dir, fix_plan)   # fixes and loss capture, installed before the recorder
-        fix_session.start()
-        starting.callback(unwritten.attempt, "losses.json", fix_session.finish)
-        if fix_session.losses is not None:   # CPU losses to floats on disk as the run goes (a SIGKILL keeps them)
-            appender.before_flush.append(fix_session.losses.drain)
-        # Op-level tracing window: a few steps after warm-up. Windows asked for later: --trace-at, --trace-every,
-        # `haiprof trace RUN_DIR` (its request file is looked for on the flush thread, never on the training
-        # thread). TraceRequests drives them all from the optimizer-step hook, one at a time (two profilers crash
-        # torch).
-        window = TraceWindow(run_dir.path, appender.append, run_dir.record_status, active_steps=opts.trace_steps)
-        requests = TraceRequests(run_dir.path, appender.append, run_dir.record_status, window,
-                                 at_steps=opts.trace_at,
-                                 every_s=opts.trace_every_min * 60 if opts.trace_every_min else None,
-                                 steps=opts.trace_steps or 3,
-                                 anomaly=AnomalyDetector(opts.anomaly_factor) if opts.trace_on_anomaly else None,
-                                 anomaly_windows=opts.anomaly_windows, anomaly_mb=opts.anomaly_mb,
-                                 share=JobShare(opts.job_store, run_dir.record_status)
-                                 if opts.job_store and opts.trace_on_anomaly else None)
-        starting.callback(requests.close)
-        starting.callback(window.close)      # before appender.close(): it writes the window's end mark
-        for collector in (recorder, ddp, sharded):   # removed in the reverse order: sharded, ddp, recorder
-            starting.callback(collector.uninstall)
-        hooks_ok = _install(run_dir, "phases", recorder)
-        _install(run_dir, "ddp", ddp)
-        _install(run_dir, "sharded", sharded)   # after the recorder: its wrappers go around the recorder's
-        recorder.step_callbacks.append(requests.on_step)
-        appender.before_flush.append(requests.poll)
-        teardown = starting.pop_all()
+    session = Session(run_dir, opts, fix_plan, on_exit)
+    session.start()
     outcome = None
     owner_pid = os.getpid()
     term = SigtermDeferred()
-
-    def end(outcome_, **how) -> None:
-        """Undo what was started, then write how the run ended; a write that fails is said once (Unwritten)."""
-        teardown.close()
-        # what the script already does, however the run ends: the advice leaves those fixes out (--fix auto's
-        # diagnosis pass ends through stop_here too)
-        unwritten.attempt("meta.json", lambda: run_dir.update_meta(
-            end_time=time.time(), end_monotonic_ns=time.monotonic_ns(), exit_code=outcome_.exit_code,
-            how=outcome_.how, error=outcome_.error, steps_limit=opts.steps, **how, cpu_wait_share=wait.share(),
-            script_uses=dict(recorder.script_uses), **_torch_math()))
-        unwritten.say()
-
-    if opts.steps:
-        def stop_here(swallowed: bool = False) -> None:
-            """The data is written and the process ends, without unwinding the script: at --fix auto's
-            diagnosis pass's last step (its finally blocks and atexit handlers, a final checkpoint or a log line,
-            never run for a pass the user did not ask for), or when the script swallowed the --steps stop."""
-            if os.getpid() != owner_pid:
-                return
-            if swallowed:
-                _say(f"haiprof: --steps {opts.steps}: the script caught the stop (a bare except:?) and went on; "
-                     f"the run is written and the process ends here (exit 0, the script's finally blocks not run)")
-            outcome_ = launcher.Outcome(0, "step-limit")
-            end(outcome_, cleanup_skipped=True)
-            on_exit(run_dir, outcome_)
-            for stream in (sys.stdout, sys.stderr):
-                try:
-                    stream.flush()
-                except (AttributeError, OSError, ValueError):
-                    pass
-            os._exit(0)
-        if os.environ.get(fixrun.DIAGNOSIS_ENV) == "1":
-            recorder.on_limit = stop_here
-        recorder.on_swallowed = lambda: stop_here(swallowed=True)
-    wait = CpuWait()   # how long the training thread waits for a CPU while the script runs (a condition)
     try:
         outcome = launcher.run(opts.script, opts.args, opts.module, step_limit_exc=StepLimitReached,
                                sigterm_after=term if term.original == signal.SIG_DFL else None)
@@ -178,7 +209,7 @@ def profile_target(run_dir: RunDir, opts: RunOptions, on_exit: Callable, fix_pla
             with term:   # until the data is on disk a SIGTERM is only noted (see SigtermDeferred)
                 if outcome is None:  # we are being torn down by something we did not catch
                     outcome = launcher.Outcome(1, "exception", error="haiprof interrupted")
-                end(outcome)
+                session.end(outcome)
                 # a SIGTERM while the report is written: noted, report finished; taken over from term with no
                 # moment of the default action between
                 finishing.guard_sigterm(term)
@@ -188,15 +219,21 @@ def profile_target(run_dir: RunDir, opts: RunOptions, on_exit: Callable, fix_pla
         if finishing.signum is not None and outcome.reraise_signal is None:
             outcome.reraise_signal = finishing.signum
     if outcome.reraise_signal is not None:
-        # Die of the same signal, as python would, so the parent sees the same status.
-        for stream in (sys.stdout, sys.stderr):
-            try:
-                stream.flush()
-            except (AttributeError, OSError, ValueError):   # closed or set to None by the script
-                pass
-        signal.signal(outcome.reraise_signal, signal.SIG_DFL)
-        os.kill(os.getpid(), outcome.reraise_signal)
+        die_of(outcome.reraise_signal)
     return outcome.exit_code
+
+
+def die_of(signum: int) -> None:
+    """End this process by the signal, as python would, so its parent sees the same status."""
+    for stream in (sys.stdout, sys.stderr):
+        try:
+            stream.flush()
+        except (AttributeError, OSError, ValueError):   # closed or set to None by the script
+            pass
+    if signum not in (signal.SIGKILL, signal.SIGSTOP):   # those two have no handler to put back
+        signal.signal(signum, signal.SIG_DFL)
+        signal.pthread_sigmask(signal.SIG_UNBLOCK, {signum})
+    os.kill(os.getpid(), signum)
 
 
 def _say(line: str) -> None:

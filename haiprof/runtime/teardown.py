@@ -109,32 +109,31 @@ class Finishing:
             if deferred is not None and current is deferred:
                 current = deferred.original    # what was there before it, given back by release()
             if current == signal.SIG_DFL:      # a handler of the script's own stays
-                signal.signal(signal.SIGTERM, self._on_term)
+                signal.signal(signal.SIGTERM, self.on_term)
                 self._previous = current
         except ValueError:   # not the main thread
             pass
         if deferred is not None and deferred.signum is not None:   # read after the swap: none is lost between
-            self._on_term(deferred.signum, None)
+            self.on_term(deferred.signum, None)
 
-    def _on_term(self, signum, frame) -> None:
+    def on_term(self, signum, frame=None) -> None:
         if self.signum is None:
             say(f"haiprof: terminated while writing the report: finishing it first (if this process is killed "
                 f"before it ends, rebuild it with: haiprof report {self.run_dir.path})")
         self.signum = signum
 
     def release(self) -> None:
-        if self._previous is not None and signal.getsignal(signal.SIGTERM) == self._on_term:
+        if self._previous is not None and signal.getsignal(signal.SIGTERM) == self.on_term:
             signal.signal(signal.SIGTERM, self._previous)
         self._previous = None
 
 
 @contextlib.contextmanager
-def finishing_report(run_dir: RunDir):
+def finishing_report(run_dir: RunDir, presses: int = 0):
     """While the report is written: a first Ctrl-C is noted and the report still finished; a second one stops,
     naming the command that rebuilds it (an ignored SIGINT stays ignored). A hang-up (the terminal is gone) no
     longer ends the process here, and a SIGTERM (once guard_sigterm() is called) is noted, the report finished,
-    then the process ends by it."""
-    presses = 0
+    then the process ends by it. `presses`: Ctrl-C presses already made while the script's data was written."""
     state = Finishing(run_dir)
 
     def on_sigint(signum, frame):
@@ -155,6 +154,9 @@ def finishing_report(run_dir: RunDir):
     except ValueError:   # not the main thread: signals cannot be handled here
         pass
     try:
+        if presses:
+            presses -= 1
+            on_sigint(signal.SIGINT, None)
         with registries_kept():   # the script's atexit handlers come after: its warnings shown once stay so
             yield state
     except KeyboardInterrupt:

@@ -1,0 +1,220 @@
+"""haiprof inside the script's own python: what `haiprof run` starts (runtime/child_run.py) loads this at
+start-up (runtime/boot/sitecustomize.py), then python runs the script itself.
+
+So the script is python's own `__main__`, at the bottom of the stack: a traceback, faulthandler's dump,
+traceback.print_stack and the recursion limit see what they see under python, and /proc/self/cmdline is
+`python SCRIPT ARGS`. `start` puts the collectors in place (session.Session) before the script's first line; the
+run's end is an atexit handler, which python calls after the script's own ones and after its threads are
+joined, before the process ends. The exit status is the launching process's to read: it writes the report.
+
+What the run's end must keep here as under launcher.run (the in-process launcher of a rank):
+- SIGTERM and SIGHUP unwind the script (a SystemExit of ours, so no traceback and no `except Exception` stops
+  it), the data is written, then the process ends by the signal;
+- an uncaught exception is printed without haiprof's own frames (its wrappers of DataLoader or backward);
+- the standard modules a file beside the script shadows are the user's while the script runs (shadowing.py);
+- a child the script forks ends as python would end it (its status, its atexit handlers, its output), with
+  nothing of ours finished there and no library's C++ destructors (_exit_before_static_destructors).
+"""
+from __future__ import annotations
+
+import atexit
+import os
+import pickle
+import signal
+import sys
+
+from ..errors import keep_stderr, say
+
+BOOT_ENV = "HAIPROF_BOOT"                       # the boot file (run directory, options, fix plan)
+PYTHONPATH_ENV = "HAIPROF_BOOT_PYTHONPATH"      # PYTHONPATH as the user had it; absent when it was unset
+BOOT_FILE = "boot.pickle"                       # in the run directory, removed once read
+STARTED_KEY = "script_pid"                      # meta.json: the recorder started in this process
+
+_TERMINATING = (signal.SIGTERM, signal.SIGHUP)
+
+
+class Terminated(SystemExit):
+    """Raised in the main thread by our SIGTERM/SIGHUP handler: the stack unwinds as python's exit does (no
+    traceback printed, no `except Exception` catches it), our atexit handler writes the data, and the process then
+    ends by the signal."""
+
+    def __init__(self, signum: int):
+        super().__init__(128 + signum)
+        self.signum = signum
+
+
+class _Child:
+    def __init__(self, session, run_dir, opts):
+        self.session, self.run_dir, self.opts = session, run_dir, opts
+        self.pid = os.getpid()
+        self.signum = None         # the terminating signal our handler turned into Terminated
+        self.error = None          # the uncaught exception, one line (our excepthook saw it)
+        self.shadowed = {}
+        self.script_over = False   # the main module has ended: python is joining the script's threads
+        self.late = None           # a SIGTERM/SIGHUP while the data is written: noted, then the end by it
+
+    # -- signals --------------------------------------------------------------------------------------
+    def on_signal(self, signum, frame):
+        if os.getpid() != self.pid:     # a forked child (DataLoader worker): behave as python would
+            signal.signal(signum, signal.SIG_DFL)
+            os.kill(os.getpid(), signum)
+            return
+        if self.late is not None:
+            self.late = self.late or signum
+            return
+        if self.signum is None:
+            self.signum = signum
+            if self.script_over:   # raised in python's thread join it would be printed as "Exception ignored"
+                self.at_exit()     # the main thread is in python's shutdown, not in our hooks: end here
+            raise Terminated(signum)
+
+    def main_done(self) -> None:
+        """Called by python (threading's exit hooks) once the main module is over, before it joins the threads."""
+        self.script_over = True
+
+    def excepthook(self, exc_type, exc, tb, _next=None):
+        """The uncaught exception, printed by the hook that was in place, without haiprof's own frames."""
+        from . import launcher
+        self.error = f"{exc_type.__name__}: {exc}"[:500]
+        try:
+            if tb is not None:
+                tb = launcher._without_our_frames(tb)
+                exc.__traceback__ = tb
+            seen, nxt = {id(exc)}, exc.__cause__ or exc.__context__
+            while nxt is not None and id(nxt) not in seen:
+                seen.add(id(nxt))
+                if nxt.__traceback__ is not None:
+                    nxt.__traceback__ = launcher._without_our_frames(nxt.__traceback__)
+                nxt = nxt.__cause__ or nxt.__context__
+        except Exception:
+            pass
+        (_next or sys.__excepthook__)(exc_type, exc, tb)
+
+    # -- the end ---------------------------------------------------------------------------------------
+    def at_exit(self) -> None:
+        if os.getpid() != self.pid:   # a child the script forked: nothing of ours to finish there
+            return
+        from . import shadowing
+        shadowing.restore(self.shadowed)
+        self.late = 0
+        for signum in _TERMINATING:   # from here a SIGTERM is noted, the data written, then the end by it
+            try:
+                if signal.getsignal(signum) != signal.SIG_IGN:
+                    signal.signal(signum, self.on_signal)
+            except (ValueError, OSError):
+                pass
+        sigint = None
+        try:   # a Ctrl-C now would break the data's writing: the launching process counts it (child_run)
+            if signal.getsignal(signal.SIGINT) != signal.SIG_IGN:
+                sigint = signal.signal(signal.SIGINT, lambda signum, frame: None)
+        except (ValueError, OSError):
+            pass
+        limit = getattr(self.session.recorder, "limit_hit_ns", None) is not None
+        last = getattr(sys, "last_value", None)
+        if self.signum is not None:
+            how = signal.Signals(self.signum).name.lower()
+        elif isinstance(last, KeyboardInterrupt):
+            how = "sigint"
+        elif self.error is not None or last is not None:
+            how = "exception"
+        else:
+            how = "step-limit" if limit else "exit"
+        error = self.error or (f"{type(last).__name__}: {last}"[:500] if last is not None else None)
+        if self.signum is not None:
+            error = signal.Signals(self.signum).name
+        try:
+            self.session.end(None, how=how, error=error)
+        except Exception as e:   # ours: said, the script's exit status stays its own
+            say(f"haiprof: could not finish recording in {self.run_dir.path}: {type(e).__name__}: {e}")
+        if sigint is not None:
+            signal.signal(signal.SIGINT, sigint)
+        signum = self.signum or self.late
+        if signum:
+            from .session import die_of
+            die_of(signum)
+
+
+_child: _Child | None = None
+
+
+def start(boot_path: str) -> None:
+    """Start the recorder for the run the boot file names; never raises (the script runs regardless)."""
+    global _child
+    keep_stderr()   # before the script can replace or close sys.stderr: our lines go to fd 2 as it is now
+    try:
+        with open(boot_path, "rb") as f:
+            boot = pickle.load(f)
+        os.unlink(boot_path)
+    except (OSError, pickle.PickleError, EOFError, AttributeError, ImportError) as e:
+        say(f"haiprof: the recorder could not start ({boot_path}: {e}); the script runs unprofiled")
+        return
+    from ..rundir import RunDir
+    from .conditions import setup_conditions
+    from .session import Session
+    run_dir, opts = RunDir(boot["run_dir"]), boot["opts"]
+    try:
+        import torch
+        meta = run_dir.read_meta()
+        extra = {STARTED_KEY: os.getpid(), "torch": torch.__version__}
+        if not meta.get("conditions", {}).get("torch_threads"):   # measured here, in the script's process
+            extra["conditions"] = setup_conditions(meta)
+        run_dir.update_meta(**extra)
+        session = Session(run_dir, opts, boot.get("fix_plan"))
+        session.start()
+    except Exception as e:
+        say(f"haiprof: the recorder could not start in {run_dir.path} ({type(e).__name__}: {e}); the script runs "
+            f"unprofiled")
+        try:
+            run_dir.record_status("phases", False, f"the recorder could not start: {type(e).__name__}: {e}")
+        except OSError:
+            pass
+        return
+    child = _child = _Child(session, run_dir, opts)
+    child.shadowed = _evict_shadowed(opts)
+    for signum in _TERMINATING:
+        if signal.getsignal(signum) != signal.SIG_IGN:   # one the parent set to be ignored (nohup) stays so
+            signal.signal(signum, child.on_signal)
+    hook = sys.excepthook
+    sys.excepthook = lambda t, e, tb: child.excepthook(t, e, tb, hook)
+    atexit.register(child.at_exit)
+    os.register_at_fork(after_in_child=_exit_before_static_destructors)
+    try:
+        import threading
+        threading._register_atexit(child.main_done)
+    except (AttributeError, RuntimeError):
+        pass
+
+
+def _exit_before_static_destructors() -> None:
+    """In a child the script forks: once python has finished (its atexit handlers run, its output flushed), end
+    with python's exit status before the C++ static destructors the parent's libraries registered. libkineto's
+    wait for its profiler thread, which a fork does not copy, hangs the child there once haiprof has traced a
+    window. libc's on_exit hands the status to `_exit`, which takes it as its one argument; handlers registered
+    before this one (the libraries') are skipped, later ones still run. Where libc has no on_exit, nothing."""
+    try:
+        import ctypes
+        libc = ctypes.CDLL(None)
+        libc.on_exit(ctypes.cast(libc._exit, ctypes.c_void_p), None)
+    except (OSError, AttributeError, ValueError, TypeError):
+        pass
+
+
+def _evict_shadowed(opts) -> dict:
+    """The standard modules haiprof and torch imported that a file beside the target shadows: out of the cache
+    while the script runs (shadowing.py); python puts that folder first on sys.path after this hook."""
+    from . import shadowing
+    if opts.module:
+        folder = os.getcwd()
+    elif os.path.isfile(opts.script) and not _is_archive(opts.script):
+        folder = os.path.dirname(os.path.realpath(opts.script))
+    else:
+        folder = os.path.abspath(opts.script)
+    return shadowing.evict_shadowed(folder)
+
+
+def _is_archive(path: str) -> bool:
+    import zipfile
+    try:
+        return zipfile.is_zipfile(path)
+    except OSError:
+        return False
