@@ -28,8 +28,8 @@ def test_docstring_keys_are_read_as_written():
     assert _probe("read_stdin").stdin == b"lr=0.1\nsteps=5\n"
     assert _probe("trace_at_1").haiprof_args == ["--trace-at", "1"]
     assert _probe("m_pkg_no_main").module == "trainpkg"
-    assert _probe("sigkill_self").no_report
-    assert _probe("proc_cmdline").expected_diff
+    assert _probe("m_no_such_module").no_report
+    assert _probe("exception_in_forward_hook").expected_diff
     assert _probe("syntax_error").what.startswith("A script with a syntax error")   # read without parsing it
 
 
@@ -59,7 +59,10 @@ def test_own_lines_must_be_whole_lines():
 
 
 # jit_script: a ScriptModule root took no forward hooks, and narrowing to it raised inside the script's opt.step()
-@pytest.mark.parametrize("name", ["exit_string", "sigint_ignored", "closerange_reopen", "jit_script"])
+# the script's own python (runtime/child_run.py): python's stack under the script, its command line, and a report
+# after a SIGKILL
+@pytest.mark.parametrize("name", ["exit_string", "sigint_ignored", "closerange_reopen", "jit_script",
+                                  "traceback_print_stack", "proc_cmdline", "recursion_error", "sigkill_self"])
 def test_representative_probes_are_green(tmp_path, name):
     probe, diffs = probe_set.check(_probe(name), tmp_path)
     assert diffs == []
