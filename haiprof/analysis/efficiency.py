@@ -21,6 +21,12 @@ MATMUL_PEAK = "matmul_peak.json"
 MAX_WINDOWS = 8   # traces read for their FLOPs: the first ones (a run of days traces a window every few minutes)
 
 
+def cpu_peak(run_path, meta: dict, dtype: str) -> dict | None:
+    """The CPU's matmul peak for the run, measured once and kept in the run directory: by the script's own python
+    at its end (runtime/child_boot.py: torch is loaded there, with the run's threads), else by the report."""
+    return _cpu_peak(run_path, meta, dtype)
+
+
 def _cpu_peak(run_path, meta: dict, dtype: str) -> dict | None:
     path = run_path / MATMUL_PEAK
     peak = run_probes.kept(path, lambda k: k.get("dtype") == dtype)

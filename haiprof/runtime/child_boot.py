@@ -22,6 +22,7 @@ import os
 import pickle
 import signal
 import sys
+import time
 
 from ..errors import keep_stderr, say
 
@@ -29,6 +30,7 @@ BOOT_ENV = "HAIPROF_BOOT"                       # the boot file (run directory, 
 PYTHONPATH_ENV = "HAIPROF_BOOT_PYTHONPATH"      # PYTHONPATH as the user had it; absent when it was unset
 BOOT_FILE = "boot.pickle"                       # in the run directory, removed once read
 STARTED_KEY = "script_pid"                      # meta.json: the recorder started in this process
+END_FD_ENV = "HAIPROF_BOOT_END_FD"              # the pipe to the launching process: how the run ended
 
 _TERMINATING = (signal.SIGTERM, signal.SIGHUP)
 
@@ -50,6 +52,8 @@ class _Child:
         self.signum = None         # the terminating signal our handler turned into Terminated
         self.error = None          # the uncaught exception, one line (our excepthook saw it)
         self.shadowed = {}
+        self.live = None           # the live status line (runtime/progress.py), on a terminal
+        self.end_fd = (-1, None)   # the pipe to the launching process, and what it was (errors.fd_identity)
         self.script_over = False   # the main module has ended: python is joining the script's threads
         self.late = None           # a SIGTERM/SIGHUP while the data is written: noted, then the end by it
 
@@ -94,6 +98,8 @@ class _Child:
     def at_exit(self) -> None:
         if os.getpid() != self.pid:   # a child the script forked: nothing of ours to finish there
             return
+        if self.live is not None:
+            self.live.stop()
         from . import shadowing
         shadowing.restore(self.shadowed)
         self.late = 0
@@ -124,6 +130,9 @@ class _Child:
             error = signal.Signals(self.signum).name
         try:
             self.session.end(None, how=how, error=error)
+            self.tell(how=how, error=error, end_time=time.time(),
+                      unwritten=list(self.session.unwritten.failed) or None)
+            self.measure_peak()
         except Exception as e:   # ours: said, the script's exit status stays its own
             say(f"haiprof: could not finish recording in {self.run_dir.path}: {type(e).__name__}: {e}")
         if sigint is not None:
@@ -134,6 +143,35 @@ class _Child:
             die_of(signum)
 
 
+    def tell(self, **record) -> None:
+        """How the run ended, on the pipe to the launching process: it reads this even when the disk is full (a
+        meta.json that could not be written). Written only through the descriptor as it was opened: a script
+        that closed descriptors may hold the number for a file of its own."""
+        from ..errors import fd_identity
+        fd, ident = self.end_fd
+        if fd < 0 or fd_identity(fd) != ident:
+            return
+        import json
+        try:
+            os.write(fd, json.dumps({k: v for k, v in record.items() if v is not None}).encode())
+            os.close(fd)
+        except (OSError, ValueError):
+            pass
+        self.end_fd = (-1, None)
+
+    def measure_peak(self) -> None:
+        """A CPU run with a traced window: its fp32 matmul peak (the MFU's denominator) measured here, where torch
+        is loaded with the run's threads, so the launching process's report need not import torch for it (a
+        bf16 run's peak is still measured there)."""
+        torch = sys.modules.get("torch")
+        if torch is None or torch.cuda.is_initialized() or getattr(self.run_dir, "unwritten", None):
+            return
+        if not any(self.run_dir.path.glob("trace*.json*")):
+            return
+        from haiprof.analysis.efficiency import cpu_peak
+        cpu_peak(self.run_dir.path, self.run_dir.read_meta(), "fp32")
+
+
 _child: _Child | None = None
 
 
@@ -141,6 +179,7 @@ def start(boot_path: str) -> None:
     """Start the recorder for the run the boot file names; never raises (the script runs regardless)."""
     global _child
     keep_stderr()   # before the script can replace or close sys.stderr: our lines go to fd 2 as it is now
+    end_fd = _end_pipe()   # first: neither its number nor its variable is left to the script, whatever follows
     try:
         with open(boot_path, "rb") as f:
             boot = pickle.load(f)
@@ -170,12 +209,19 @@ def start(boot_path: str) -> None:
             pass
         return
     child = _child = _Child(session, run_dir, opts)
+    child.end_fd = end_fd
     child.shadowed = _evict_shadowed(opts)
     for signum in _TERMINATING:
         if signal.getsignal(signum) != signal.SIG_IGN:   # one the parent set to be ignored (nohup) stays so
             signal.signal(signum, child.on_signal)
     hook = sys.excepthook
     sys.excepthook = lambda t, e, tb: child.excepthook(t, e, tb, hook)
+    try:   # the live status line on a terminal, drawn from this process: it sees the script's tqdm bar and gives
+        from ..rundir import PHASES_BIN   # its row back before a traceback (its excepthook wraps ours)
+        from .progress import LiveStatus
+        child.live = LiveStatus.start_if_tty(run_dir.file(PHASES_BIN), quiet=opts.quiet)
+    except Exception:
+        child.live = None
     atexit.register(child.at_exit)
     os.register_at_fork(after_in_child=_exit_before_static_destructors)
     try:
@@ -183,6 +229,17 @@ def start(boot_path: str) -> None:
         threading._register_atexit(child.main_done)
     except (AttributeError, RuntimeError):
         pass
+
+
+def _end_pipe() -> tuple:
+    """The launching process's pipe, moved high and close-on-exec (the script's own subprocesses do not get it)."""
+    from ..errors import fd_identity, fd_kept_high
+    try:
+        fd = fd_kept_high(int(os.environ.pop(END_FD_ENV)))
+        os.set_inheritable(fd, False)
+        return fd, fd_identity(fd)
+    except (KeyError, ValueError, OSError):
+        return -1, None
 
 
 def _exit_before_static_destructors() -> None:

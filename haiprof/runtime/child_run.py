@@ -69,8 +69,9 @@ def interpreter_options(orig_argv: list) -> list:
     return out
 
 
-def _child_env(boot: Path) -> dict:
+def _child_env(boot: Path, end_fd: int) -> dict:
     env = dict(os.environ)
+    env[child_boot.END_FD_ENV] = str(end_fd)
     before = env.get("PYTHONPATH")
     if before is not None:
         env[child_boot.PYTHONPATH_ENV] = before
@@ -98,22 +99,25 @@ def block_signals() -> tuple:
     return held, previous
 
 
-def run(run_dir: RunDir, opts, fix_plan, on_exit: Callable, started: Callable = lambda: None) -> int:
+def run(run_dir: RunDir, opts, fix_plan, on_exit: Callable) -> int:
     """Run the script's python to its end and the report after it; the exit code python would give (or this
-    process ends by the signal that ended the script). `started()`: called once it runs (the live status line)."""
+    process ends by the signal that ended the script)."""
     signals, previous = block_signals()
     boot = run_dir.file(child_boot.BOOT_FILE)
     with open(boot, "wb") as f:
         pickle.dump({"run_dir": str(run_dir.path), "opts": replace(opts, job_store=None), "fix_plan": fix_plan}, f)
+    end_r, end_w = os.pipe()   # how the script's python ended, told without the disk (a full one included)
     try:
-        proc = subprocess.Popen(script_argv(opts), env=_child_env(boot), preexec_fn=_in_child(previous),
-                                close_fds=True)
+        proc = subprocess.Popen(script_argv(opts), env=_child_env(boot, end_w), preexec_fn=_in_child(previous),
+                                close_fds=True, pass_fds=(end_w,))
     except OSError as e:
         signal.pthread_sigmask(signal.SIG_SETMASK, previous)
         boot.unlink(missing_ok=True)
+        os.close(end_r)
+        os.close(end_w)
         say(f"haiprof: could not start {sys.executable}: {e.strerror or e}")
         return 1
-    started()
+    os.close(end_w)
     got = _wait(proc, signals, run_dir)
     status = proc.returncode
     for signum in _drain(signals):   # sent after the script ended, before the report: as during it
@@ -123,7 +127,7 @@ def run(run_dir: RunDir, opts, fix_plan, on_exit: Callable, started: Callable = 
             got.term = got.term or signum
     signal.pthread_sigmask(signal.SIG_SETMASK, previous)
     boot.unlink(missing_ok=True)
-    outcome = _outcome(run_dir, status)
+    outcome = _outcome(run_dir, status, _end_record(end_r))
     with finishing_report(run_dir, presses=got.presses) as finishing:
         finishing.guard_sigterm()
         if got.term is not None:   # the job's end (torchrun, slurm, kubernetes): its rebuild command is said
@@ -187,13 +191,30 @@ def _drain(signals: set) -> list:
             out.append(info.si_signo)
 
 
-def _outcome(run_dir: RunDir, status: int) -> launcher.Outcome:
-    """How the script ended: its exit status, with what its python recorded (child_boot)."""
+def _end_record(fd: int) -> dict:
+    """What the script's python wrote on the end pipe at its end (child_boot._Child.tell); {} if nothing (it died
+    first, or the script closed the pipe). Never waits: a process the script left running may hold the pipe."""
+    import json
+    try:
+        os.set_blocking(fd, False)
+        data = os.read(fd, 1 << 16)
+        record = json.loads(data.decode()) if data else {}
+        return record if isinstance(record, dict) else {}
+    except (OSError, ValueError):
+        return {}
+    finally:
+        os.close(fd)
+
+
+def _outcome(run_dir: RunDir, status: int, told: dict) -> launcher.Outcome:
+    """How the script ended: its exit status, with what its python recorded (child_boot): on the end pipe, else
+    in meta.json."""
     try:
         meta = run_dir.read_meta()
     except (OSError, ValueError):
         meta = {}
-    started = child_boot.STARTED_KEY in meta
+    meta.update(told)
+    started = child_boot.STARTED_KEY in meta or bool(told)
     if status < 0:
         sig = signal.Signals(-status)
         outcome = launcher.Outcome(128 + sig.value, sig.name.lower(), reraise_signal=sig.value,
@@ -201,7 +222,9 @@ def _outcome(run_dir: RunDir, status: int) -> launcher.Outcome:
     else:
         outcome = launcher.Outcome(status, meta.get("how") or "exit", error=meta.get("error"))
     fields = dict(exit_code=outcome.exit_code, how=outcome.how, error=outcome.error)
-    if meta.get("end_time") is None:   # the script's python ended before its end was written (a crash, os._exit)
+    if meta.get("unwritten"):   # a full disk: the script's python said what it could not write, and how to
+        run_dir.unwritten = meta["unwritten"]   # rebuild the report later; none is attempted now
+    if meta.get("end_time") is None and not told:   # its python ended before its end was written (a crash, os._exit)
         fields.update(end_time=time.time(), end_monotonic_ns=time.monotonic_ns())
         if started:
             why = (f"the script's python ended by {outcome.how.upper()}" if status < 0

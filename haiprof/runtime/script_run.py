@@ -11,7 +11,7 @@ from pathlib import Path
 
 from ..analysis.report import finish
 from ..errors import UserError, keep_stderr, say
-from ..rundir import PHASES_BIN, RunDir
+from ..rundir import RunDir
 from . import launcher
 from .run_setup import RunOptions, claim_out_dir, collect_meta
 
@@ -66,15 +66,8 @@ def run(opts: RunOptions) -> int:
         raise UserError(f"cannot write the run directory {run_dir.path}: {e.strerror or e}") from None
     setup_s = time.perf_counter() - t_setup - t_torch
 
-    # Live status line on stderr, only on a terminal (runtime/progress.py). Here, in the launching process: the
-    # ranks of a distributed job share one terminal and must not each draw a line.
-    from .progress import LiveStatus
-    live = []
-
     def on_exit(run_dir: RunDir, outcome) -> None:
         t_teardown = time.perf_counter()
-        for status in live:
-            status.stop()
         if getattr(run_dir, "unwritten", None):   # the disk is full: said once, with the command for later
             return
         finish(run_dir, quiet=opts.quiet)
@@ -83,15 +76,12 @@ def run(opts: RunOptions) -> int:
             run_dir.update_meta(overhead_s={"setup": round(setup_s, 4), "torch_import": round(t_torch, 4),
                                             "teardown": round(time.perf_counter() - t_teardown, 4)})
         except OSError:
-            pass   # a full disk: said once already (profile_target); the exit code stays the script's
+            pass   # a full disk: said once already (the script's python); the exit code stays the script's
 
+    # The script's python draws the live status line (child_boot): the terminal's row is given back there before
+    # its traceback, and it steps aside for the script's own tqdm bar.
     from . import child_run
-
-    def started() -> None:
-        status = LiveStatus.start_if_tty(run_dir.file(PHASES_BIN), quiet=opts.quiet)
-        if status is not None:
-            live.append(status)
-    return child_run.run(run_dir, opts, fix_plan, on_exit, started)
+    return child_run.run(run_dir, opts, fix_plan, on_exit)
 
 
 def _remove_new_run_dir(run_dir: RunDir) -> None:

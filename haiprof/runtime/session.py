@@ -161,6 +161,8 @@ class Session:
                       script_uses=dict(self.recorder.script_uses), **_torch_math())
         if outcome_ is not None:   # None: the process that waits for this one writes them (runtime/child_run.py)
             fields.update(exit_code=outcome_.exit_code, how=outcome_.how, error=outcome_.error)
+        if self.unwritten.failed:   # said here (Unwritten.say): the launching process then leaves the report
+            fields["unwritten"] = list(self.unwritten.failed)
         self.unwritten.attempt("meta.json", lambda: self.run_dir.update_meta(**fields))
         self.unwritten.say()
 
