@@ -318,7 +318,7 @@ def _interleave(opts, parent: Path, target_name: str, p: FixPlan) -> tuple | Non
 
 
 class FixSession:
-    """Installed around the script by session.profile_target: fixes first (innermost), the loss recorder after them."""
+    """Installed around the script by session.Session: fixes first (innermost), the loss recorder after them."""
 
     def __init__(self, run_dir: RunDir, fix_plan: FixPlan | None):
         self.run_dir, self.plan = run_dir, fix_plan

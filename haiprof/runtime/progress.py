@@ -223,8 +223,8 @@ class LiveStatus:
         live = cls(phases_path, stream)
         if not live._reserve():
             return None
-        # The launcher prints the script's traceback through sys.excepthook: give the row back first, so the
-        # traceback scrolls over the whole terminal.
+        # Python (or a rank's launcher) prints the script's traceback through sys.excepthook: give the row back
+        # first, so the traceback scrolls over the whole terminal.
         live._prev_excepthook = sys.excepthook
         sys.excepthook = live._excepthook
         os.register_at_fork(after_in_child=live._after_fork)

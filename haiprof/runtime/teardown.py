@@ -1,4 +1,5 @@
-"""The end of a run, which must hold whatever happens to the script; session.py's profile_target uses these.
+"""The end of a run, which must hold whatever happens to the script: session.py's profile_target (a rank) and
+child_run.py (`haiprof run`, the report after the script's python) use these.
 
 `Unwritten`: writes at the end that failed (a full disk) are noted and said once; the exit code stays the script's.
 `SigtermDeferred`, `finishing_report`: a SIGTERM, Ctrl-C or hang-up while the data and then the report are written
