@@ -210,7 +210,6 @@ def start(boot_path: str) -> None:
         return
     child = _child = _Child(session, run_dir, opts)
     child.end_fd = end_fd
-    child.shadowed = _evict_shadowed(opts)
     for signum in _TERMINATING:
         if signal.getsignal(signum) != signal.SIG_IGN:   # one the parent set to be ignored (nohup) stays so
             signal.signal(signum, child.on_signal)
@@ -229,6 +228,9 @@ def start(boot_path: str) -> None:
         threading._register_atexit(child.main_done)
     except (AttributeError, RuntimeError):
         pass
+    import ctypes, json, zipfile  # noqa: F401,E401  what our hooks import later: before the script's folder counts
+    from . import launcher, shadowing  # noqa: F401
+    child.shadowed = _evict_shadowed(opts)   # last: an import of ours after it would cache the standard one again
 
 
 def _end_pipe() -> tuple:
