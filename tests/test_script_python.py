@@ -2,14 +2,17 @@
 each compared with plain python where python has an answer."""
 from __future__ import annotations
 
+import fcntl
 import json
 import os
+import pty
 import signal
 import subprocess
 import sys
+import termios
 import time
 
-from conftest import HAIPROF, REPO, load_summary, run_haiprof
+from conftest import HAIPROF, REPO, load_summary, read_pty, run_haiprof
 
 from haiprof.runtime.child_run import interpreter_options
 
@@ -120,3 +123,52 @@ def test_interpreter_options_are_passed_on_but_not_the_script_or_its_prompt():
 def test_the_boot_folder_holds_only_the_hook():
     boot = REPO / "haiprof" / "runtime" / "boot"
     assert sorted(p.name for p in boot.iterdir() if p.name != "__pycache__") == ["sitecustomize.py"]
+
+
+COUNTS = TRAIN + """
+import os, signal, sys, time
+seen = []
+signal.signal(signal.SIGINT, lambda s, f: seen.append("int"))
+signal.signal(signal.SIGTERM, lambda s, f: seen.append("term"))
+print("ready", flush=True)
+deadline = time.monotonic() + 60
+while len(seen) < 2 and time.monotonic() < deadline:
+    step(); time.sleep(0.01)
+    if seen == ["int"] and not os.path.exists("term-sent"):
+        open("int-seen", "w").close()
+print("handled", seen, flush=True)
+"""
+
+
+def _controlling_tty(slave):
+    def setup():
+        os.setsid()
+        fcntl.ioctl(slave, termios.TIOCSCTTY, 0)
+    return setup
+
+
+def test_a_signal_reaches_the_script_once_from_the_terminal_and_from_kill(tmp_path):
+    """Ctrl-C on the terminal reaches both processes (the kernel sends it to the foreground group): haiprof does not
+    send it again; a SIGTERM sent to haiprof's pid is passed on, once. The script's own handlers count them."""
+    script = tmp_path / "counts.py"
+    script.write_text(COUNTS)
+    master, slave = pty.openpty()
+    proc = subprocess.Popen([*HAIPROF, "run", "--quiet", "--trace-steps", "0", "--out", str(tmp_path / "r"),
+                             str(script)], stdin=slave, stdout=slave, stderr=slave, cwd=tmp_path,
+                            preexec_fn=_controlling_tty(slave))
+    state = {"int": False, "term": False}
+
+    def drive(got):
+        if not state["int"] and b"ready" in got:
+            os.write(master, b"\x03")   # the terminal's Ctrl-C: SIGINT to the foreground group, from the kernel
+            state["int"] = True
+        elif state["int"] and not state["term"] and (tmp_path / "int-seen").exists():
+            (tmp_path / "term-sent").touch()
+            proc.send_signal(signal.SIGTERM)   # kill PID: to haiprof alone
+            state["term"] = True
+
+    got = read_pty(master, proc, 120, drive)
+    os.close(slave)
+    os.close(master)
+    assert proc.wait(timeout=30) == 0, got[-3000:]
+    assert b"handled ['int', 'term']" in got, got[-3000:]

@@ -120,18 +120,21 @@ def run(run_dir: RunDir, opts, fix_plan, on_exit: Callable) -> int:
     os.close(end_w)
     got = _wait(proc, signals, run_dir)
     status = proc.returncode
+    late = None
     for signum in _drain(signals):   # sent after the script ended, before the report: as during it
         if signum == signal.SIGINT:
             got.presses += 1
         elif signum in (signal.SIGTERM, signal.SIGHUP):
-            got.term = got.term or signum
+            late = late or signum
     signal.pthread_sigmask(signal.SIG_SETMASK, previous)
     boot.unlink(missing_ok=True)
     outcome = _outcome(run_dir, status, _end_record(end_r))
     with finishing_report(run_dir, presses=got.presses) as finishing:
         finishing.guard_sigterm()
-        if got.term is not None:   # the job's end (torchrun, slurm, kubernetes): its rebuild command is said
-            finishing.on_term(got.term)   # in case a SIGKILL follows
+        if late is not None:   # this process ends by it once the report is written
+            finishing.on_term(late)
+        elif got.term is not None:   # the job's end (torchrun, slurm, kubernetes) passed on to the script: the
+            finishing.say_rebuild()  # rebuild command is said in case a SIGKILL follows; the status is the script's
         on_exit(run_dir, outcome)
     if finishing.signum is not None and outcome.reraise_signal is None:
         outcome.reraise_signal = finishing.signum

@@ -119,9 +119,12 @@ class Finishing:
 
     def on_term(self, signum, frame=None) -> None:
         if self.signum is None:
-            say(f"haiprof: terminated while writing the report: finishing it first (if this process is killed "
-                f"before it ends, rebuild it with: haiprof report {self.run_dir.path})")
+            self.say_rebuild()
         self.signum = signum
+
+    def say_rebuild(self) -> None:
+        say(f"haiprof: terminated while writing the report: finishing it first (if this process is killed "
+            f"before it ends, rebuild it with: haiprof report {self.run_dir.path})")
 
     def release(self) -> None:
         if self._previous is not None and signal.getsignal(signal.SIGTERM) == self.on_term:
