@@ -84,12 +84,7 @@ class _Child:
             if tb is not None:
                 tb = launcher._without_our_frames(tb)
                 exc.__traceback__ = tb
-            seen, nxt = {id(exc)}, exc.__cause__ or exc.__context__
-            while nxt is not None and id(nxt) not in seen:
-                seen.add(id(nxt))
-                if nxt.__traceback__ is not None:
-                    nxt.__traceback__ = launcher._without_our_frames(nxt.__traceback__)
-                nxt = nxt.__cause__ or nxt.__context__
+            launcher._strip_chain(exc, launcher._without_our_frames)   # python's own frames (runpy's) stay
         except Exception:
             pass
         (_next or sys.__excepthook__)(exc_type, exc, tb)
@@ -261,19 +256,12 @@ def _exit_before_static_destructors() -> None:
 def _evict_shadowed(opts) -> dict:
     """The standard modules haiprof and torch imported that a file beside the target shadows: out of the cache
     while the script runs (shadowing.py); python puts that folder first on sys.path after this hook."""
-    from . import shadowing
+    from . import launcher, shadowing
     if opts.module:
         folder = os.getcwd()
-    elif os.path.isfile(opts.script) and not _is_archive(opts.script):
+    elif os.path.isfile(opts.script) and not launcher._is_zipapp(opts.script):
         folder = os.path.dirname(os.path.realpath(opts.script))
     else:
         folder = os.path.abspath(opts.script)
     return shadowing.evict_shadowed(folder)
 
-
-def _is_archive(path: str) -> bool:
-    import zipfile
-    try:
-        return zipfile.is_zipfile(path)
-    except OSError:
-        return False

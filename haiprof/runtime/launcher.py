@@ -253,14 +253,16 @@ def _without_our_frames(tb: TracebackType) -> TracebackType:
     return kept[0]
 
 
-def _strip_chain(e: BaseException) -> None:
-    """The exceptions python prints before this one (raised during handling, or `from`): our frames out too."""
+def _strip_chain(e: BaseException, strip=None) -> None:
+    """The exceptions python prints before this one (raised during handling, or `from`): our frames out too
+    (`strip(tb)`; by default the leading launcher frames as well)."""
+    strip = strip or (lambda tb: _user_traceback(tb, None))
     seen = {id(e)}
     nxt = e.__cause__ or e.__context__
     while nxt is not None and id(nxt) not in seen:
         seen.add(id(nxt))
         if nxt.__traceback__ is not None:
-            nxt.__traceback__ = _user_traceback(nxt.__traceback__, None)
+            nxt.__traceback__ = strip(nxt.__traceback__)
         nxt = nxt.__cause__ or nxt.__context__
 
 
