@@ -94,15 +94,32 @@ def runs(tmp_path_factory, example_run):
         r = run_haiprof("run", "--out", d, EXAMPLES / name, *args, timeout=300, **kw)
         assert r.returncode == 0, r.stderr
         out[name] = load_summary(d)
+        out[name]["_dir"] = d
     d, r = example_run("compute_bound.py")
     assert r.returncode == 0, r.stderr
     out["compute_bound.py"] = load_summary(d)
     return out
 
 
+def _why_no_advice(s: dict) -> str:
+    """What the advice needed, as this run had it: said when the finding is missing (a run on a loaded machine
+    must say why, not only that)."""
+    import json
+    d = s["_dir"]
+    eff = s.get("efficiency") or {}
+    meta = json.loads((d / "meta.json").read_text())
+    status = (d / "status.jsonl").read_text()[-1500:] if (d / "status.jsonl").exists() else None
+    return (f"no threads finding: kinds {[f['kind'] for f in s['findings']]}, steps_measured "
+            f"{s.get('steps_measured')}, steady {s['step_time_s'].get('steady')}, torch_threads "
+            f"{meta.get('torch_threads')}, peak {eff.get('peak_flops')}, windows "
+            f"{[(w.get('file'), w.get('flops_per_step')) for w in eff.get('windows') or []]}, trace_windows "
+            f"{s.get('trace_windows')}, files {sorted(p.name for p in d.iterdir())}, status {status}")
+
+
 def test_the_rl_example_is_advised_one_thread_and_the_others_are_not(runs):
     s = runs["rl_tiny_matmuls.py"]
-    f = next(f for f in s["findings"] if f["kind"] == "threads")
+    f = next((f for f in s["findings"] if f["kind"] == "threads"), None)
+    assert f is not None, _why_no_advice(s)
     assert f["evidence"]["threads"] == 2 and f["evidence"]["advised_threads"] == 1
     assert f["evidence"]["predicted"]["gain_share"] > 0
     a = next(a for a in s["next_steps"] if a["kind"] == "threads")
