@@ -1,6 +1,7 @@
 """The Kineto reader: formats, legacy names, truncation, bad input (real HTA test traces, and files cut from them)."""
 import gzip
 import json
+import math
 from pathlib import Path
 
 import numpy as np
@@ -163,3 +164,24 @@ def test_fuzz_odd_structures(tmp_path, top, events):
 @given(st.binary(max_size=300))
 def test_fuzz_random_bytes(tmp_path, data):
     _check(tmp_path, data)
+
+
+def test_a_window_trace_is_read_whole_or_not_at_all(tmp_path):
+    """windows.load_trace (the report's one JSON parse of a window's trace): orjson's parse, Python's json where
+    orjson refuses what it takes (a NaN from a profiler's counter), None for a file cut short or not gzip."""
+    from haiprof.analysis.windows import load_trace, read_events
+    ev = {"ph": "X", "name": "aten::mm", "ts": 1.0, "dur": 2.5, "args": {"x": "µ"}}
+    good = tmp_path / "a.json.gz"
+    good.write_bytes(gzip.compress(json.dumps({"traceEvents": [ev]}).encode()))
+    assert read_events(good) == [ev]
+    nan = tmp_path / "nan.json"
+    nan.write_text('{"traceEvents": [{"ph": "C", "name": "util", "args": {"v": NaN}}]}')
+    assert math.isnan(load_trace(nan)["traceEvents"][0]["args"]["v"])
+    cut = tmp_path / "cut.json.gz"
+    cut.write_bytes(good.read_bytes()[:-12])
+    assert load_trace(cut) is None
+    bad = tmp_path / "bad.json.gz"
+    bad.write_bytes(b"\x1f\x8b\x08\x00" + b"\x00" * 40)
+    assert load_trace(bad) is None and load_trace(tmp_path / "missing.json") is None
+    (tmp_path / "text.json").write_text('{"traceEvents": [')
+    assert load_trace(tmp_path / "text.json") is None and read_events(tmp_path / "text.json") is None
