@@ -106,11 +106,31 @@ def say(line: str) -> None:
                 flush()
             except (OSError, ValueError):
                 pass
-        data = memoryview((line + "\n").encode("utf-8", "backslashreplace"))
+        head = "" if _at_line_start(fd) else "\n"
+        data = memoryview((head + line + "\n").encode("utf-8", "backslashreplace"))
         while data:
             data = data[_os.write(fd, data):]
     except (OSError, ValueError, AttributeError):   # the terminal is gone (SIGHUP) or the stream closed
         pass
+
+
+def _at_line_start(fd: int) -> bool:
+    """Whether our line would start a line of its own: False only for a regular file (a batch job's log) whose
+    last byte before the write position is not a newline (the script ended with `progress 100%`). A terminal or a
+    pipe cannot be read back, so our line follows as it is there."""
+    try:
+        import stat
+        st = _os.fstat(fd)
+        if not stat.S_ISREG(st.st_mode) or st.st_size == 0:
+            return True
+        import fcntl
+        pos = st.st_size if fcntl.fcntl(fd, fcntl.F_GETFL) & _os.O_APPEND else _os.lseek(fd, 0, _os.SEEK_CUR)
+        if pos <= 0:
+            return True
+        with open(f"/proc/self/fd/{fd}", "rb", buffering=0) as f:   # a second, read-only open: fd may be write-only
+            return f.seek(pos - 1) != pos - 1 or f.read(1) in (b"\n", b"")
+    except (OSError, ValueError, ImportError):
+        return True
 
 
 import argparse as _argparse   # noqa: E402

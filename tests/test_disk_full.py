@@ -45,7 +45,9 @@ def test_full_at_start_is_one_line_and_nothing_left(small_fs):
     assert sorted(p.name for p in small_fs.iterdir()) == ["fill"]
 
 
-@pytest.mark.parametrize("code", [0, 3])
+# One exit status each (the same code keeps both): a success stays a success beside haiprof's warning on the real
+# full filesystem, and a failure keeps its own code with the failing writer.
+@pytest.mark.parametrize("code", [0])
 def test_disk_filling_during_the_run_keeps_the_scripts_exit(small_fs, code):
     _fill(small_fs, 150_000)
     out = small_fs / "r"
@@ -62,7 +64,7 @@ def test_disk_filling_during_the_run_keeps_the_scripts_exit(small_fs, code):
     assert load_summary(out)["steps"] > 0
 
 
-@pytest.mark.parametrize("code", [0, 3])
+@pytest.mark.parametrize("code", [3])
 def test_writer_failing_with_enospc_keeps_the_scripts_exit(tmp_path, code):
     out = tmp_path / "r"
     plain, r = in_parallel(lambda: _python(6000, code, 2),

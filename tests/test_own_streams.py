@@ -32,3 +32,40 @@ def test_closed_or_replaced_streams_end_as_python(tmp_path, how):
                            lambda: run_haiprof("run", "--quiet", "--out", tmp_path / "r", S / "close_streams.py", how))
     assert (r.returncode, r.stdout, r.stderr) == (plain.returncode, plain.stdout, plain.stderr)
     assert (tmp_path / "r" / "report.html").is_file()
+
+
+def test_our_lines_start_their_own_line_in_a_log_file(tmp_path):
+    """A batch job's stderr is a file: after the script's unterminated last line, haiprof's first line starts on
+    a line of its own (its newline added), never glued to `progress 100%`."""
+    import subprocess
+
+    from conftest import HAIPROF
+    log = tmp_path / "job.err"
+    with open(log, "w") as f:   # as `2> job.err` opens it: write-only, not appending
+        r = subprocess.run([*HAIPROF, "run", "--out", tmp_path / "r", S / "partial_last_line.py"], stderr=f,
+                           stdout=subprocess.PIPE, timeout=180)
+    text = log.read_text()
+    assert r.returncode == 0, text
+    assert text.startswith("progress 100%\nhaiprof: ") and "\n\n" not in text, text
+
+
+def test_line_start_is_read_back_from_files_only(tmp_path):
+    import os
+
+    from haiprof.errors import _at_line_start
+    for content, mode, expected in ((b"", "wb", True), (b"done\n", "wb", True), (b"progress 100%", "wb", False),
+                                    (b"progress 100%", "ab", False), (b"a\n", "ab", True)):
+        with open(tmp_path / "f", mode) as f:
+            f.write(content)
+            f.flush()
+            assert _at_line_start(f.fileno()) is expected, (content, mode)
+    (tmp_path / "f").write_bytes(b"a\nbc")
+    with open(tmp_path / "f", "r+b") as f:   # the write position, not the file's end, decides without O_APPEND
+        f.seek(2)
+        assert _at_line_start(f.fileno()) is True   # the byte before it is the newline
+        f.seek(3)
+        assert _at_line_start(f.fileno()) is False
+    rd, wr = os.pipe()
+    os.write(wr, b"no newline")
+    assert _at_line_start(wr) is True   # a pipe cannot be read back: as before
+    os.close(rd), os.close(wr)
