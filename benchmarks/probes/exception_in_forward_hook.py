@@ -1,9 +1,5 @@
-"""A forward hook the script registers raises at step 5.
-
-expected_diff: the traceback's torch frames differ: haiprof's forward-timing hooks on the root module send its call
-    through nn.Module._call_impl's hooked path (`return inner()`, line 1884) where python takes the plain one
-    (`return forward_call(...)`, line 1789): the first difference, after 725 equal bytes
-"""
+"""A forward hook the script registers raises at step 5: python's traceback, torch's frames included (haiprof's
+hooks on the root module take torch's hooked call path there; runtime/call_path.py shows the plain one, as python)."""
 import torch
 from tiny_model import model, opt, x, y, step   # noqa: F401  (the probes' shared model, copied beside each)
 calls = [0]

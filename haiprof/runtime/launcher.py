@@ -250,7 +250,14 @@ def _without_our_frames(tb: TracebackType) -> TracebackType:
     for a, b in zip(kept, kept[1:]):
         a.tb_next = b
     kept[-1].tb_next = None
-    return kept[0]
+    from .call_path import as_python   # and torch's hooked call path, where only our hooks made it, as python's
+    return as_python(kept[0], _our_hook)
+
+
+def _our_hook(fn) -> bool:
+    """Whether a module hook is haiprof's (its code is in our folders)."""
+    code = getattr(getattr(fn, "__func__", fn), "__code__", None)
+    return code is not None and code.co_filename.startswith(_our_dirs())
 
 
 def _strip_chain(e: BaseException, strip=None) -> None:
