@@ -173,3 +173,24 @@ def test_interleave_needs_fix(tmp_path):
     r = run_haiprof("run", "--interleave", "2", "--out", tmp_path / "r", WORKLOAD)
     assert r.returncode == 2 and r.stderr.strip().count("\n") == 0 and "--interleave" in r.stderr, r.stderr
     assert not (tmp_path / "r").exists()
+
+
+def test_this_runs_conditions_are_measured_only_for_a_baseline_to_check(tmp_path):
+    """haiprof's own process imports torch (2 s, more with its compiler stack) only to compare a baseline's set-up
+    conditions with this run's: the measurement is handed over as a callable, called when there is one to check."""
+    import time
+
+    from haiprof.rundir import RunDir
+    from haiprof.runtime import fixrun
+    calls = []
+
+    def measure():
+        calls.append(1)
+        return {"torch_threads": 2, "env": {}}
+    rd = RunDir(tmp_path / "base")
+    rd.path.mkdir()
+    rd.write_meta({"end_time": time.time()})            # a baseline recorded without conditions: nothing to check
+    assert fixrun._why_remeasure((rd, {}), measure) is None and calls == []
+    rd.write_meta({"end_time": time.time(), "conditions": {"torch_threads": 1, "env": {}}})
+    why = fixrun._why_remeasure((rd, {}), measure)
+    assert calls == [1] and why.startswith("set up under other conditions") and "threads" in why

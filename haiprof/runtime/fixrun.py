@@ -189,8 +189,9 @@ def diagnosis_pass(opts, parent: Path, target_name: str, steps: int, label: str 
     return out
 
 
-def plan(opts, out_dir: Path, target_name: str, meta_key: tuple, conditions: dict | None = None) -> FixPlan:
-    """conditions: this run's set-up conditions (meta.json `conditions`), checked against the baseline's."""
+def plan(opts, out_dir: Path, target_name: str, meta_key: tuple, conditions=None) -> FixPlan:
+    """conditions: this run's set-up conditions (meta.json `conditions`), checked against the baseline's; a
+    callable that measures them is called only when there is a baseline to check (measuring imports torch)."""
     from haiprof.fixes import AUTO, FixSpecError, parse_spec
     spec = opts.fix.strip()
     parent = out_dir.parent
@@ -275,6 +276,8 @@ def _why_remeasure(base: tuple, conditions: dict | None) -> str | None:
         before = base[0].read_meta().get("conditions")
     except (OSError, ValueError):
         before = None
+    if callable(conditions):
+        conditions = conditions() if isinstance(before, dict) else None
     from haiprof.analyzers.conditions import setup_differences
     diffs = setup_differences(before or {}, conditions or {}) if isinstance(before, dict) else []
     return f"set up under other conditions ({'; '.join(diffs)})" if diffs else None

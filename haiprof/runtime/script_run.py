@@ -29,18 +29,17 @@ def run(opts: RunOptions) -> int:
     keep_stderr()   # before the script can replace or close sys.stderr: our messages go to fd 2 as it is now
     run_dir = claim_out_dir(opts.out, target_name)   # a bad --out fails here, before the script starts
     out_dir = run_dir.path
-    t_torch = time.perf_counter()
-    if opts.fix:   # the fix plan compares set-up conditions (torch's threads): the script's python measures them
-        import torch  # noqa: F401   otherwise (child_boot), and this process never imports torch
-    t_torch = time.perf_counter() - t_torch
-    meta = collect_meta(opts, target_name, run_dir, measure_torch=bool(opts.fix))
+    # This process does not import torch: the script's python measures torch's set-up conditions (child_boot).
+    # Only a --fix plan that must compare them with an earlier run's (its baseline) measures them here, then.
+    torch_import_s = [0.0]
+    meta = collect_meta(opts, target_name, run_dir, measure_torch=False)
     if os.environ.get("RANK", "").isdigit():   # a rank's baseline is the same rank's earlier run
         meta.setdefault("rank", int(os.environ["RANK"]))
     # --- fixes (haiprof run --fix): choose them (may run a diagnosis pass) before our run dir exists ---
     from . import fixrun
     try:
         fix_plan = fixrun.plan(opts, out_dir, target_name, fixrun.target_key(meta),
-                                  meta.get("conditions")) if opts.fix else None
+                               lambda: _conditions_now(meta, torch_import_s)) if opts.fix else None
     except fixrun.ScriptFailedInDiagnosis as e:   # the script's own failure, shown above: its exit code, as python
         _remove_if_empty(run_dir)
         if e.label == "diagnosis":
@@ -64,6 +63,7 @@ def run(opts: RunOptions) -> int:
     except OSError as e:   # a full (or read-only) disk at start: one line, nothing left behind, no script run
         _remove_new_run_dir(run_dir)
         raise UserError(f"cannot write the run directory {run_dir.path}: {e.strerror or e}") from None
+    t_torch = torch_import_s[0]
     setup_s = time.perf_counter() - t_setup - t_torch
 
     def on_exit(run_dir: RunDir, outcome) -> None:
@@ -82,6 +82,19 @@ def run(opts: RunOptions) -> int:
     # its traceback, and it steps aside for the script's own tqdm bar.
     from . import child_run
     return child_run.run(run_dir, opts, fix_plan, on_exit)
+
+
+def _conditions_now(meta: dict, torch_import_s: list) -> dict:
+    """This run's set-up conditions, measured here (torch imported: its threads) for a --fix baseline's check;
+    kept in meta, so the script's python does not measure them again. torch_import_s[0]: the import's time."""
+    if "conditions" not in meta:
+        t = time.perf_counter()
+        import torch
+        torch_import_s[0] = time.perf_counter() - t
+        from .conditions import setup_conditions
+        meta["torch"] = torch.__version__
+        meta["conditions"] = setup_conditions(meta)
+    return meta["conditions"]
 
 
 def _remove_new_run_dir(run_dir: RunDir) -> None:
