@@ -15,7 +15,7 @@ import traceback
 from dataclasses import dataclass
 from types import TracebackType
 
-from . import shadowing
+from . import call_path, shadowing
 
 
 class LaunchError(Exception):
@@ -250,8 +250,7 @@ def _without_our_frames(tb: TracebackType) -> TracebackType:
     for a, b in zip(kept, kept[1:]):
         a.tb_next = b
     kept[-1].tb_next = None
-    from .call_path import as_python   # and torch's hooked call path, where only our hooks made it, as python's
-    return as_python(kept[0], _our_hook)
+    return call_path.as_python(kept[0], _our_hook)   # torch's hooked call path, where only our hooks made it
 
 
 def _our_hook(fn) -> bool:
