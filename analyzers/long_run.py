@@ -151,6 +151,17 @@ def _grid_period(at: np.ndarray) -> tuple[float, float, np.ndarray] | None:
     return best
 
 
+def _on_period(idx: np.ndarray, first_i: np.ndarray, step: np.ndarray, period: float) -> tuple:
+    """The stalls (idx) and occurrences (first_i) of those occurrences that have another one period before or after
+    them (+-_step_tolerance): the agreeing intervals' ends. All of them when fewer than two would be left."""
+    at = step[first_i].astype(float)
+    on = (np.abs(np.abs(at[None, :] - at[:, None]) - period) <= _step_tolerance(period)).any(axis=1)
+    if on.all() or on.sum() < 2:
+        return idx, first_i
+    occurrence = np.cumsum(np.r_[True, np.diff(step[idx]) > 1]) - 1
+    return idx[on[occurrence]], first_i[on]
+
+
 def _step_tolerance(period: float) -> float:
     """A stall one step early or late agrees with a period of 10 steps or more (within PERIOD_TOL); below, the
     period must be exact: a step's slack would make 2 agree with 1 and 3, so any dense slow steps."""
@@ -192,6 +203,8 @@ def periodic_stalls(durations_ns: np.ndarray, starts_ns: np.ndarray, phases_ns: 
         by_time = _period(between, lambda c: PERIOD_TOL * c, np.diff(starts[first_i]))
         if by_steps is not None or by_time is not None:
             break
+    if by_steps is not None:   # a one-off slow step (a busy moment) off the period is no stall of it
+        idx, first_i = _on_period(idx, first_i, step, by_steps[0])
     if by_steps is None and by_time is None:
         # one-off slow steps between the occurrences (intervals 14 and 6 of a period of 20): the period of the
         # larger stalls that lie a period apart, and only those stalls (never among all of a busy machine's)

@@ -111,6 +111,19 @@ def test_a_stall_at_the_profilers_own_period_is_said_to_be_its_own():
     assert g and g["severity"] != "info" and g["evidence"]["profiler_own"] is None
 
 
+def test_a_busy_moment_off_the_period_is_not_counted_as_one_of_its_stalls():
+    """Checkpoints every 50 steps and one step of a busy moment, slow enough to be a stall but 38 steps after the
+    last checkpoint: the period's stalls are the checkpoints alone (seen in the suite: 6 counted of 5)."""
+    d = steady(n=300, ms=14.0)
+    for i in range(50, 300, 50):
+        d[i] += 150 * MS
+    d[288] = 40 * MS
+    f = L.periodic_stalls(d, starts(d))
+    ev = f["evidence"]
+    assert ev["period_steps"] == 50 and ev["stalls"] == ev["occurrences"] == 5, ev
+    assert ev["first_steps"] == [50, 100, 150, 200, 250] and "5 steps took" in f["message"]
+
+
 def test_stall_period_found_among_random_slow_steps_of_a_busy_machine():
     rng = np.random.default_rng(7)
     d = steady(n=800)
