@@ -112,6 +112,13 @@ def collect_meta(opts: RunOptions, target_name: str, run_dir: RunDir, measure_to
         "end_time": None, "exit_code": None,
     }
     if torch is not None:
-        meta["torch"] = torch.__version__
-        meta["conditions"] = setup_conditions(meta)   # what a --fix comparison checks (runtime/conditions.py)
+        add_torch_setup(meta)
     return meta
+
+
+def add_torch_setup(meta: dict) -> None:
+    """torch's version and the set-up conditions (its threads: torch imported here) into meta: what a --fix
+    comparison checks (runtime/conditions.py)."""
+    import torch
+    meta["torch"] = torch.__version__
+    meta["conditions"] = setup_conditions(meta)

@@ -13,7 +13,7 @@ from ..analysis.report import finish
 from ..errors import UserError, keep_stderr, say
 from ..rundir import RunDir
 from . import launcher
-from .run_setup import RunOptions, claim_out_dir, collect_meta
+from .run_setup import RunOptions, add_torch_setup, claim_out_dir, collect_meta
 
 
 def run(opts: RunOptions) -> int:
@@ -89,11 +89,9 @@ def _conditions_now(meta: dict, torch_import_s: list) -> dict:
     kept in meta, so the script's python does not measure them again. torch_import_s[0]: the import's time."""
     if "conditions" not in meta:
         t = time.perf_counter()
-        import torch
+        import torch  # noqa: F401   timed on its own: haiprof's set-up timer leaves it out
         torch_import_s[0] = time.perf_counter() - t
-        from .conditions import setup_conditions
-        meta["torch"] = torch.__version__
-        meta["conditions"] = setup_conditions(meta)
+        add_torch_setup(meta)
     return meta["conditions"]
 
 
