@@ -2,7 +2,6 @@
 call through torch's hooked path; a call the script hooked itself keeps the path python took too. In process on
 real torch tracebacks, then end to end: an error in forward at step 1 (haiprof's hooks then on every module) and
 at step 4 (on the root), haiprof's stderr against python's."""
-import sys
 import traceback
 
 import pytest
