@@ -18,7 +18,10 @@ off the training thread), takes it (renames it `.taken`) and queues the window.
 The flight recorder (--trace-on-anomaly): an AnomalyDetector (collectors/anomaly.py) reads each step's time here
 and asks for a window where the next slow moment is due. Those windows record Python functions too (with_stack:
 what the script did in a stall outside torch ops), and are bounded by a budget: at most `anomaly_windows` windows
-and `anomaly_mb` MB of trace a run; each is marked ANOMALY_MARK with the step it was placed on.
+and `anomaly_mb` MB of trace a run; each is marked ANOMALY_MARK with the step it was placed on. The last window of a
+budget of two or more is kept for a learned period (a stall that comes back: the one the report can explain and a
+fix can remove) until one is traced: on a busy machine, slow stretches come first and would otherwise take every
+window before the period is learned.
 """
 from __future__ import annotations
 
@@ -97,6 +100,8 @@ class TraceRequests:
         self.windows: list[TraceWindow] = []
         self._last_step = 0
         self._anomaly, self._anomaly_left, self._anomaly_bytes = anomaly, int(anomaly_windows), anomaly_mb * 1e6
+        self._reserve = 1 if anomaly_windows >= 2 else 0   # windows kept for a learned period until one is asked for
+        self.stretches_untraced = 0        # slow stretches not traced: the budget's last window waits for a period
         self.anomaly_windows: list[TraceWindow] = []
         self._step_clock = step_clock
         self._share = share                # a distributed job: asks shared with every rank (collectors/job_share.py)
@@ -212,10 +217,16 @@ class TraceRequests:
         self._ask(ask, ANOMALY_WHY)
 
     def _ask(self, ask: Ask, why: str) -> None:
+        periodic = bool(ask.period or ask.period_s)
         with self._lock:
             if self._anomaly_left <= 0 or ask.open_at in self._asked_at:
                 return
+            if not periodic and self._anomaly_left <= self._reserve:
+                self.stretches_untraced += 1
+                return
             self._anomaly_left -= 1
+            if periodic:
+                self._reserve = 0
             self._asked_at.add(ask.open_at)
         self.request(ANOMALY_STEPS, ask.open_at, why, ask)
 
@@ -266,8 +277,10 @@ class TraceRequests:
             win.close()
         if self._anomaly is not None and self._anomaly.anomalies:
             traced = len(self.anomaly_windows)
+            kept = (f"; {self.stretches_untraced} slow stretch(es) not traced, the last window kept for a stall "
+                    f"that comes back" if self.stretches_untraced else "")
             self._status("anomaly", True, f"flight recorder: {self._anomaly.anomalies} slow step(s) over "
-                         f"{self._anomaly.factor:g}x the rolling median; {traced} window(s) traced")
+                         f"{self._anomaly.factor:g}x the rolling median; {traced} window(s) traced{kept}")
         with self._lock:
             left = list(self._pending)
         for at, steps, why, ask in left:

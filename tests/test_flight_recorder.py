@@ -211,6 +211,55 @@ def test_trace_requests_trace_the_due_stall_with_python_functions(tmp_path):
     assert x["ms"]["io"] > 0 and any(t["name"] == "fsync" for t in x["top"]), x
 
 
+def test_slow_stretches_before_the_period_leave_the_last_window_for_it(tmp_path):
+    """A busy machine: two stretches of slow steps come before a 20-step stall's period is learned. The first is
+    traced at once; the second finds only the budget's last window, kept for a stall that comes back, and the
+    period's window lands on its due step."""
+    import torch
+    from haiprof.collectors.trace_requests import TraceRequests
+    from haiprof.collectors.trace_window import TraceWindow
+    from haiprof.rundir.vocabulary import ANOMALY_MARK
+
+    status, records = [], []
+    clock = [0]
+    first = TraceWindow(tmp_path, records.append, lambda *a: status.append(a), warmup_steps=2, active_steps=3)
+    asked = TraceRequests(tmp_path, records.append, lambda *a: status.append(a), first,
+                          anomaly=AnomalyDetector(), anomaly_windows=2, step_clock=lambda: clock[0])
+    # 6 slow steps in a row, 4x the median: two stretches, off the stall's grid and too small to share its period
+    slow = set(range(25, 31)) | set(range(45, 51))
+    x = torch.randn(16, 16)
+    for n in range(1, 120):
+        step = n - 1
+        x = torch.tanh(x @ x)
+        stall = step % 20 == 0 and step > 0
+        clock[0] += (150 if stall else 40 if step in slow else 10) * MS
+        asked.on_step(n)
+    first.close()
+    asked.close()
+    marks = [r for r in records if r[0] == ANOMALY_MARK]
+    # the first stretch traced (no due step), then the period's window on step 100, the middle of 99-101
+    assert [(m[5], m[6]) for m in marks] == [(-1, 0), (100, 20)], marks
+    assert asked.stretches_untraced == 1
+    last = {name: reason for name, ok, reason in status}
+    assert "2 window(s) traced; 1 slow stretch(es) not traced" in last["anomaly"], last["anomaly"]
+
+
+def test_a_budget_of_one_goes_to_whatever_comes_first(tmp_path):
+    from haiprof.collectors.trace_requests import TraceRequests
+    from haiprof.collectors.trace_window import TraceWindow
+    from haiprof.rundir.vocabulary import ANOMALY_MARK
+    records, clock = [], [0]
+    first = TraceWindow(tmp_path, records.append, lambda *a: None, warmup_steps=2, active_steps=0)
+    asked = TraceRequests(tmp_path, records.append, lambda *a: None, first, anomaly=AnomalyDetector(),
+                          anomaly_windows=1, step_clock=lambda: clock[0])
+    for n in range(1, 120):
+        step = n - 1
+        clock[0] += (150 if step % 20 == 0 and step else 60 if 25 <= step < 31 else 10) * MS
+        asked.on_step(n)
+    asked.close()
+    assert [(m[5], m[6]) for m in records if m[0] == ANOMALY_MARK] == [(-1, 0)]
+
+
 def test_budget_zero_windows_asks_for_none(tmp_path):
     from haiprof.collectors.trace_requests import TraceRequests
     from haiprof.collectors.trace_window import TraceWindow
@@ -392,14 +441,8 @@ def test_a_checkpoint_on_a_clock_is_traced_though_the_step_time_changes(slow_run
     _, _, out = slow_runs
     s = load_summary(out)
     median_ms = s["step_time_s"]["median"] * 1e3
+    # (on a busy machine slow stretches may come first: the budget's last window is kept for the period)
     flight = [w for w in s["trace_windows"] if (w.get("anomaly") or {}).get("period_s")]
-    busy = any(f["kind"] == "busy-neighbour" for f in s["findings"])
-    if not flight and busy and len([w for w in s["trace_windows"] if w.get("anomaly")]) >= 2:
-        # The run itself measured other processes on the cores: slow stretches of steps came first and took the
-        # recorder's window budget (2) before the period was learned. The stall is still found, by its period.
-        stall = next(f for f in s["findings"] if f["kind"] == "periodic-stall")
-        assert "a stall every " in stall["message"] and 0.8 <= stall["evidence"]["period_s"] <= 1.3, stall
-        return
     assert flight, s["trace_windows"]
     w = flight[0]
     an, x = w["anomaly"], w["explained"]

@@ -76,7 +76,8 @@ def _run_parser() -> argparse.ArgumentParser:
     p.add_argument("--anomaly-factor", type=float, default=3.0, metavar="K",
                    help="a step over K x the rolling median step is a slow moment (default 3)")
     p.add_argument("--anomaly-windows", type=int, default=2, metavar="N",
-                   help="the flight recorder traces at most N windows a run (default 2; 0: none)")
+                   help="the flight recorder traces at most N windows a run (default 2; 0: none; of two or "
+                        "more, the last is kept for a recurring stall until one is traced)")
     p.add_argument("--anomaly-mb", type=float, default=64.0, metavar="MB",
                    help="... and stops once its traces take MB megabytes (default 64)")
     p.add_argument("--snapshot-every", type=float, default=None, metavar="MINUTES",
