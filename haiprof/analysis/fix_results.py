@@ -100,7 +100,8 @@ def add_fix_results(run_dir: RunDir, meta: dict, summary: dict, steps=None) -> N
         "source": fixes.get("source"), "diagnosis_run": links.resolve(here, fixes, "diagnosis_run"),
         "baseline_run": links.resolve(here, fixes, "baseline_run"), "note": fixes.get("note"),
         "ranked": fixes.get("ranked") or [], "excluded": fixes.get("excluded") or [],
-        "remeasured": fixes.get("remeasured"), "interleaved_runs": pairs,
+        "remeasured": fixes.get("remeasured"), "baseline_caveat": fixes.get("baseline_caveat"),
+        "interleaved_runs": pairs,
         "results": results if results is not None else [
             {"id": k, "status": "unknown", "reason": "the run ended before the fixes reported"}
             for k in (fixes.get("requested") or {})],
@@ -242,6 +243,10 @@ def console_lines(summary: dict) -> list[str]:
     if fx.get("remeasured"):
         lines.append(f"haiprof: baseline re-measured right before this run: the latest unfixed run was "
                      f"{fx['remeasured']}")
+    if fx.get("baseline_caveat"):
+        lines.append(f"haiprof: baseline not re-measured: the latest unfixed run of this rank was "
+                     f"{fx['baseline_caveat']}, and a rank cannot re-measure it on its own (run the job once more "
+                     f"without --fix for a like-for-like baseline)")
     if summary.get("comparison"):
         lines.append(f"haiprof: before/after against {summary['comparison']['baseline_run']}:")
         lines += [f"haiprof:   {line}" for line in fix_gain.text_lines(gain) if not line.startswith("WARNING")]

@@ -303,6 +303,8 @@ def analyze_job(run_dir: RunDir) -> RunData:
         summary["launch"] = launch
         summary["script_uses"] = ref.summary.get("script_uses") or {}
         summary["trace_rank"] = ref.meta.get("rank")
+    if ref is not None and isinstance(ref.summary.get("fixes"), dict):
+        summary["fixes"] = _job_fixes(ref)
     # each fix's what-if on the job's step, as for a run; a late rank's own fix is the culprit analysis's to weigh
     # (what the others wait for that rank), not a what-if of the job's averaged phases
     own = {x for f in summary["findings"] if f["kind"] == "straggler" for x in f.get("fixes") or []}
@@ -317,6 +319,22 @@ def analyze_job(run_dir: RunDir) -> RunData:
     if ref is None:
         return RunData(run_dir, meta, summary, ranks_grid=grid)
     return RunData(run_dir, meta, summary, ref.steps, ref.samples, ref.status, ref.timelines, ranks_grid=grid)
+
+
+def _job_fixes(ref: RunData) -> dict:
+    """The fixes every rank applied (one command), as the reference rank recorded them. Each rank compares with its
+    own rank of the earlier job: the before/after is a rank's (its page), quoted here as that rank's, never as the
+    job's step (the job's figures pool the ranks)."""
+    fx = {k: v for k, v in ref.summary["fixes"].items() if k != "gain"}
+    fx["rank"] = rank = ref.meta.get("rank")
+    gain = ref.summary["fixes"].get("gain") or {}
+    if gain.get("speedup") and gain.get("step_time_before_s") and gain.get("step_time_after_s"):
+        fx["comparison_note"] = (
+            f"before/after is per rank: rank {rank}'s steady step {gain['step_time_before_s'] * 1e3:.1f} -> "
+            f"{gain['step_time_after_s'] * 1e3:.1f} ms ({gain['speedup']:.2f}x"
+            + (", slower" if gain.get("regression") else "") + f") against {fx.get('baseline_run')}; "
+            f"that rank's page: haiprof report {ref.run_dir.path}")
+    return fx
 
 
 def _slow_link(ranks: list, digests: dict, split: dict, comm: dict, steady_s, waited: float) -> dict | None:

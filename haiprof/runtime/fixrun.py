@@ -52,6 +52,7 @@ class FixPlan:
     note: str | None = None
     ranked: list = field(default_factory=list)     # --fix auto: chosen fixes, best expected gain first, with why
     remeasured: str | None = None                  # why the baseline was re-measured right before, if it was
+    baseline_caveat: str | None = None             # why it should have been, where a rank cannot do it alone
     interleaved: list = field(default_factory=list)   # --interleave: [{"baseline_run", "fixed_run"}] in run order
     excluded: list = field(default_factory=list)   # --fix auto: recommended fixes left out, with why
 
@@ -66,12 +67,21 @@ def target_key(meta: dict) -> tuple:
     return what + (tuple(meta.get("argv") or ()), meta.get("rank"))
 
 
-def runs_of(parent: Path, key: tuple, exclude: Path | None = None) -> list[tuple[dict, RunDir]]:
-    """Earlier runs of the same command under parent, newest first."""
+def earlier_runs(out_dir: Path, job_rank: bool = False) -> tuple[Path, str]:
+    """(where, glob) of the earlier runs a run in out_dir compares with: its siblings; for a rank directory of a
+    job haiprof launched (JOB/rank-K), the same rank's directory of the earlier jobs beside JOB."""
+    if job_rank:
+        return out_dir.parent.parent, f"*/{out_dir.name}/meta.json"
+    return out_dir.parent, "*/meta.json"
+
+
+def runs_of(parent: Path, key: tuple, exclude: Path | None = None,
+            pattern: str = "*/meta.json") -> list[tuple[dict, RunDir]]:
+    """Earlier runs of the same command under parent (each a `pattern`'s meta.json), newest first."""
     found = []
     if not parent.is_dir():
         return found
-    for meta_path in parent.glob("*/meta.json"):
+    for meta_path in parent.glob(pattern):
         d = meta_path.parent
         if exclude is not None and d.resolve() == exclude.resolve():
             continue
@@ -95,8 +105,9 @@ def _usable(meta: dict, rd: RunDir) -> dict | None:
     return s if s.get("steps") else None
 
 
-def find_baseline(parent: Path, key: tuple, exclude: Path | None = None) -> tuple[RunDir, dict] | None:
-    for meta, rd in runs_of(parent, key, exclude):
+def find_baseline(parent: Path, key: tuple, exclude: Path | None = None,
+                  pattern: str = "*/meta.json") -> tuple[RunDir, dict] | None:
+    for meta, rd in runs_of(parent, key, exclude, pattern):
         if meta.get("fixes_requested"):
             continue
         s = _usable(meta, rd)
@@ -105,10 +116,10 @@ def find_baseline(parent: Path, key: tuple, exclude: Path | None = None) -> tupl
     return None
 
 
-def fix_history(parent: Path, key: tuple, exclude: Path | None = None) -> list[dict]:
+def fix_history(parent: Path, key: tuple, exclude: Path | None = None, pattern: str = "*/meta.json") -> list[dict]:
     """Earlier fixed runs of the same command, newest first: which fixes acted and what they bought."""
     out = []
-    for meta, rd in runs_of(parent, key, exclude):
+    for meta, rd in runs_of(parent, key, exclude, pattern):
         if not meta.get("fixes_requested"):
             continue
         if meta.get("exit_code") not in (0, None):   # the script failed with these fixes in it
@@ -189,22 +200,31 @@ def diagnosis_pass(opts, parent: Path, target_name: str, steps: int, label: str 
     return out
 
 
-def plan(opts, out_dir: Path, target_name: str, meta_key: tuple, conditions=None) -> FixPlan:
+def plan(opts, out_dir: Path, target_name: str, meta_key: tuple, conditions=None, job_rank: bool = False) -> FixPlan:
     """conditions: this run's set-up conditions (meta.json `conditions`), checked against the baseline's; a
-    callable that measures them is called only when there is a baseline to check (measuring imports torch)."""
+    callable that measures them is called only when there is a baseline to check (measuring imports torch).
+    job_rank: out_dir is a rank's directory of a job haiprof launched (JOB/rank-K). A rank (meta_key's rank set)
+    never runs a pass of the script on its own: alone it would wait for, or join, the other ranks' process group."""
     from haiprof.fixes import AUTO, FixSpecError, parse_spec
     spec = opts.fix.strip()
-    parent = out_dir.parent
+    parent, pattern = earlier_runs(out_dir, job_rank)
+    alone = meta_key[-1] is None
     p = FixPlan(spec=spec)
+    if getattr(opts, "interleave", 0) and not alone:
+        raise FixRequestError("--interleave runs passes of the script on their own: not in a rank of a "
+                              "distributed job")
     if spec.lower() == AUTO:
         prior = None
-        for meta, rd in runs_of(parent, meta_key, exclude=out_dir):
+        for meta, rd in runs_of(parent, meta_key, out_dir, pattern):
             s = _usable(meta, rd)
             if s is not None and not meta.get("fixes_requested"):
                 prior = (rd, s)
                 break
         if prior is not None:
             p.source = "auto: findings of the latest run of this command"
+        elif not alone:
+            raise FixRequestError("--fix auto in a rank of a distributed job needs an earlier run of the job "
+                                  "without --fix: a rank cannot run a diagnosis pass on its own")
         else:
             steps = opts.steps or DIAGNOSIS_STEPS
             if not opts.quiet:
@@ -221,7 +241,7 @@ def plan(opts, out_dir: Path, target_name: str, meta_key: tuple, conditions=None
         from haiprof.analyzers.fix_choice import rank
         from haiprof.fixes import FIX_IDS
         candidates = list(recommended(prior[1]))
-        p.ranked, p.excluded = rank(prior[1], candidates, fix_history(parent, meta_key, exclude=out_dir))
+        p.ranked, p.excluded = rank(prior[1], candidates, fix_history(parent, meta_key, out_dir, pattern))
         chosen = {c["id"] for c in p.ranked}
         p.requested = {k: None for k in FIX_IDS if k in chosen}
         if not candidates:
@@ -241,12 +261,14 @@ def plan(opts, out_dir: Path, target_name: str, meta_key: tuple, conditions=None
             raise FixRequestError(str(e)) from None
     if os.environ.get(DIAGNOSIS_ENV) == "1":   # an interleaved fixed pass: the run that started it compares
         return p
-    base = find_baseline(parent, meta_key, exclude=out_dir)
+    base = find_baseline(parent, meta_key, out_dir, pattern)
     if p.requested and getattr(opts, "interleave", 0):
         base = _interleave(opts, parent, target_name, p) or base
     elif base is not None:
         why = _why_remeasure(base, conditions)
-        if why:
+        if why and not alone:   # compared with as it is, and said so
+            p.baseline_caveat = why
+        elif why:
             p.remeasured = why
             base = _remeasured_baseline(opts, parent, target_name, base, why) or base
     if base is not None:

@@ -111,7 +111,9 @@ def main(argv: list[str]) -> int:
     fix_plan = None
     if ropts.fix:   # named fixes only: `auto` is refused before launch (distributed.rewrite)
         from . import fixrun
-        fix_plan = fixrun.plan(ropts, run_dir.path, target_name, fixrun.target_key(meta))
+        # the same rank of the earlier jobs in the output directory is the baseline; its set-up conditions too
+        fix_plan = fixrun.plan(ropts, run_dir.path, target_name, fixrun.target_key(meta), meta.get("conditions"),
+                               job_rank=True)
         run_dir.update_meta(fixes_requested=fixrun.format_requested(fix_plan), fix_source=fix_plan.source)
     return session.profile_target(run_dir, ropts, on_exit, fix_plan)
 
