@@ -32,6 +32,9 @@ LAUNCH_CALLS = ("cudaLaunchKernel", "cudaLaunchKernelExC", "runFunction - job_pr
 MEMORY_CALLS = ("cudaMemcpyAsync", "cudaMemsetAsync")
 PROFILER_STEP = re.compile(r"^ProfilerStep\s*#\s*(\d+)$")
 DATALOADER = re.compile(r"^enumerate\(DataLoader\)#")
+# a collective on the host (gloo's threads run the transfer; trace_phases.HOST_COLLECTIVE_PREFIXES): the training
+# thread waits for it outside any op (DDP's reducer at the end of backward), which is no framework overhead
+COLLECTIVE = re.compile(r"^(?:gloo:|c10d::|nccl:|record_param_comms)")
 # Ops whose self time is arithmetic, not dispatch, when they are not tiny.
 HEAVY_OP = re.compile(
     r"^(aten::)?_*(mm|addmm|bmm|baddbmm|addbmm|matmul|linear|einsum|addmv|mv|dot|conv\w*|convolution\w*|"
@@ -123,9 +126,53 @@ def _loader_intervals(ev: pd.DataFrame) -> pd.DataFrame:
     return pd.DataFrame({"ts_us": dl["ts_us"], "end_us": dl["ts_us"] + dl["dur_us"]}).sort_values("ts_us")
 
 
+def _union(ts: np.ndarray, end: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
+    """Disjoint sorted (starts, ends) covering the intervals."""
+    if not len(ts):
+        return ts, end
+    order = np.argsort(ts, kind="stable")
+    ts, end = ts[order], end[order]
+    reach = np.maximum.accumulate(end)
+    new = np.r_[True, ts[1:] > reach[:-1]]
+    return ts[new], np.maximum.reduceat(end, np.flatnonzero(new))
+
+
+def _outside(a: tuple, b: tuple) -> tuple[np.ndarray, np.ndarray]:
+    """The parts of disjoint intervals `a` that no interval of disjoint `b` covers."""
+    out_s, out_e, j = [], [], 0
+    bs, be = b
+    for s, e in zip(*a):
+        cur = s
+        while j < len(bs) and be[j] <= cur:
+            j += 1
+        k = j
+        while k < len(bs) and bs[k] < e:
+            if bs[k] > cur:
+                out_s.append(cur)
+                out_e.append(bs[k])
+            cur = max(cur, be[k])
+            k += 1
+        if cur < e:
+            out_s.append(cur)
+            out_e.append(e)
+    return np.asarray(out_s, float), np.asarray(out_e, float)
+
+
+def _collective_wait(ev: pd.DataFrame, ops: pd.DataFrame) -> tuple[np.ndarray, np.ndarray]:
+    """Time a host collective runs while no op does: the training thread waiting for the transfer between ops."""
+    coll = ev[_matches(ev["name"], COLLECTIVE) & ev["dur_us"].notna().to_numpy()]
+    if coll.empty:
+        return np.empty(0), np.empty(0)
+    cs = coll["ts_us"].to_numpy(float)
+    os_ = ops["ts_us"].to_numpy(float)
+    return _outside(_union(cs, cs + coll["dur_us"].to_numpy(float)),
+                    _union(os_, os_ + ops["dur_us"].fillna(0).to_numpy(float)))
+
+
 def cpu_op_stats(ev: pd.DataFrame, whole_steps: int | None = None) -> dict | None:
     """Op counts and self times per step, and how the step divides: heavy ops, other substantial ops, input wait,
-    and the rest, framework overhead (tiny ops plus the Python and dispatch between ops)."""
+    a collective's wait outside ops, and the rest, framework overhead (tiny ops plus the Python and dispatch
+    between ops)."""
     ops = ev[ev["cat"].isin(CPU_OP_CATS)].reset_index(drop=True)
     if ops.empty:
         return None
@@ -148,6 +195,9 @@ def cpu_op_stats(ev: pd.DataFrame, whole_steps: int | None = None) -> dict | Non
     loader_us = np.zeros(len(steps))
     for a, b in zip(loader["ts_us"], loader["end_us"]):
         loader_us += np.clip(np.minimum(b, steps["end_us"]) - np.maximum(a, steps["ts_us"]), 0, None).to_numpy()
+    comm_us = np.zeros(len(steps))
+    for a, b in zip(*_collective_wait(ev, ops)):
+        comm_us += np.clip(np.minimum(b, steps["end_us"]) - np.maximum(a, steps["ts_us"]), 0, None).to_numpy()
 
     def per_step(mask) -> np.ndarray:
         return np.bincount(where[mask], weights=selft[mask], minlength=len(steps))
@@ -157,7 +207,7 @@ def cpu_op_stats(ev: pd.DataFrame, whole_steps: int | None = None) -> dict | Non
         return float(np.median(np.clip(us / np.where(step_us > 0, step_us, np.inf), 0.0, 1.0)))
 
     heavy_us, other_us = per_step(heavy), per_step(other)
-    framework_us = np.clip(step_us - heavy_us - other_us - loader_us, 0.0, None)
+    framework_us = np.clip(step_us - heavy_us - other_us - loader_us - comm_us, 0.0, None)
     counts = np.bincount(where, minlength=len(steps))
     frame = pd.DataFrame({"name": names, "self_us": selft, "heavy": heavy})
     grouped = frame.groupby("name").agg(count=("self_us", "size"), total_us=("self_us", "sum"),
@@ -177,6 +227,7 @@ def cpu_op_stats(ev: pd.DataFrame, whole_steps: int | None = None) -> dict | Non
         "tiny_op_fraction": float(tiny.mean()),
         "tiny_share": share(per_step(tiny & ~in_loader)),
         "heavy_share": share(heavy_us), "other_op_share": share(other_us), "dataloader_share": share(loader_us),
+        "collective_wait_share": share(comm_us),
         # Everything that is neither substantial op work nor input wait: the dispatch cost of tiny ops and the
         # Python / autograd glue between ops. (A tiny op the OS preempted lands in other_op_share, not here.)
         "framework_share": share(framework_us),

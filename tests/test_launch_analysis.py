@@ -147,3 +147,25 @@ def test_name_matches_once_per_distinct_name_agree_with_str_match():
         assert (launch._matches(pd.Series(names, dtype=object), pattern) == want).all()
         assert (launch._matches(np.array(names, dtype=object), pattern) == want).all()
     assert launch._matches(pd.Series([], dtype=object), launch.HEAVY_OP).tolist() == []
+
+
+def test_a_ranks_wait_for_its_collectives_is_no_framework_overhead():
+    """A real gloo DDP rank: at the end of backward the training thread waits for the all-reduce outside any op
+    (gloo's own threads run it). That wait is the collective's, not dispatch: counted as framework overhead it made
+    a communication-bound rank launch-bound too (93% framework beside 65% exposed communication)."""
+    ev = load_events(Path(__file__).resolve().parent / "data" / "ddp_gloo_trace" / "rank-0.trace.json.gz")
+    c = launch.cpu_op_stats(ev)
+    assert c["collective_wait_share"] >= 0.4, c
+    # the old framework share (0.93) was both; the real dispatch of this small model's ~170 ops a step stays
+    assert c["framework_share"] <= 0.35 and c["framework_share"] + c["collective_wait_share"] >= 0.8, c
+    parts = ("heavy_share", "other_op_share", "tiny_share", "dataloader_share", "collective_wait_share")
+    assert sum(c[k] for k in parts) <= 1.05, c   # medians over steps: a partition up to their rounding
+    assert not [f for f in launch.launch_findings({"cpu": c}) if f["severity"] == "high"]
+
+
+def test_a_single_process_trace_has_no_collective_wait():
+    traces = sorted((DATA / "critical_path").rglob("*.json.gz"))
+    assert len(traces) >= 4
+    for path in traces:
+        c = launch.cpu_op_stats(load_events(path))
+        assert c["collective_wait_share"] == 0.0, path
