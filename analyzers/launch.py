@@ -23,6 +23,7 @@ import pandas as pd
 
 from . import thresholds as T
 from .findings import bound
+from .trace_breakdown import merge, subtract
 
 CPU_OP_CATS = ("cpu_op", "Operator", "operator")
 KERNEL_CATS = ("kernel", "Kernel", "mtia_ccp_events")
@@ -126,47 +127,16 @@ def _loader_intervals(ev: pd.DataFrame) -> pd.DataFrame:
     return pd.DataFrame({"ts_us": dl["ts_us"], "end_us": dl["ts_us"] + dl["dur_us"]}).sort_values("ts_us")
 
 
-def _union(ts: np.ndarray, end: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
-    """Disjoint sorted (starts, ends) covering the intervals."""
-    if not len(ts):
-        return ts, end
-    order = np.argsort(ts, kind="stable")
-    ts, end = ts[order], end[order]
-    reach = np.maximum.accumulate(end)
-    new = np.r_[True, ts[1:] > reach[:-1]]
-    return ts[new], np.maximum.reduceat(end, np.flatnonzero(new))
-
-
-def _outside(a: tuple, b: tuple) -> tuple[np.ndarray, np.ndarray]:
-    """The parts of disjoint intervals `a` that no interval of disjoint `b` covers."""
-    out_s, out_e, j = [], [], 0
-    bs, be = b
-    for s, e in zip(*a):
-        cur = s
-        while j < len(bs) and be[j] <= cur:
-            j += 1
-        k = j
-        while k < len(bs) and bs[k] < e:
-            if bs[k] > cur:
-                out_s.append(cur)
-                out_e.append(bs[k])
-            cur = max(cur, be[k])
-            k += 1
-        if cur < e:
-            out_s.append(cur)
-            out_e.append(e)
-    return np.asarray(out_s, float), np.asarray(out_e, float)
-
-
-def _collective_wait(ev: pd.DataFrame, ops: pd.DataFrame) -> tuple[np.ndarray, np.ndarray]:
+def _collective_wait(ev: pd.DataFrame, ops: pd.DataFrame) -> list[tuple[float, float]]:
     """Time a host collective runs while no op does: the training thread waiting for the transfer between ops."""
     coll = ev[_matches(ev["name"], COLLECTIVE) & ev["dur_us"].notna().to_numpy()]
     if coll.empty:
-        return np.empty(0), np.empty(0)
-    cs = coll["ts_us"].to_numpy(float)
-    os_ = ops["ts_us"].to_numpy(float)
-    return _outside(_union(cs, cs + coll["dur_us"].to_numpy(float)),
-                    _union(os_, os_ + ops["dur_us"].fillna(0).to_numpy(float)))
+        return []
+    coll = coll.sort_values("ts_us")
+    busy = ops.sort_values("ts_us")
+    cs, ce = merge(coll["ts_us"].to_numpy(float), (coll["ts_us"] + coll["dur_us"]).to_numpy(float))
+    bs, be = merge(busy["ts_us"].to_numpy(float), (busy["ts_us"] + busy["dur_us"].fillna(0)).to_numpy(float))
+    return subtract(cs, ce, bs, be)
 
 
 def cpu_op_stats(ev: pd.DataFrame, whole_steps: int | None = None) -> dict | None:
@@ -196,7 +166,7 @@ def cpu_op_stats(ev: pd.DataFrame, whole_steps: int | None = None) -> dict | Non
     for a, b in zip(loader["ts_us"], loader["end_us"]):
         loader_us += np.clip(np.minimum(b, steps["end_us"]) - np.maximum(a, steps["ts_us"]), 0, None).to_numpy()
     comm_us = np.zeros(len(steps))
-    for a, b in zip(*_collective_wait(ev, ops)):
+    for a, b in _collective_wait(ev, ops):
         comm_us += np.clip(np.minimum(b, steps["end_us"]) - np.maximum(a, steps["ts_us"]), 0, None).to_numpy()
 
     def per_step(mask) -> np.ndarray:

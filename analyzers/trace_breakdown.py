@@ -136,6 +136,23 @@ def merge(ts: np.ndarray, end: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
     return starts, ends
 
 
+def subtract(s1, e1, s2, e2) -> list[tuple[float, float]]:
+    """Parts of the disjoint sorted intervals (s1, e1) not covered by the disjoint sorted (s2, e2)."""
+    out, j = [], 0
+    for a, b in zip(s1, e1):
+        cur = a
+        while j < len(s2) and e2[j] <= cur:
+            j += 1
+        k = j
+        while k < len(s2) and s2[k] < b:
+            if s2[k] > cur:
+                out.append((cur, s2[k]))
+            cur = max(cur, e2[k])
+            k += 1
+        if cur < b:
+            out.append((cur, b))
+    return out
+
 def union_us(ts, end) -> float:
     order = np.argsort(ts, kind="stable")
     s, e = merge(ts[order], end[order])

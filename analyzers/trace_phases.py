@@ -23,7 +23,7 @@ import numpy as np
 
 from . import thresholds as T
 from .findings import Finding, bound
-from .trace_breakdown import COMMUNICATION, COMPUTATION, KIND_CODES, merge
+from .trace_breakdown import COMMUNICATION, COMPUTATION, KIND_CODES, merge, subtract
 
 STEP_PREFIX = "ProfilerStep#"
 DATALOADER_PREFIX = "enumerate(DataLoader)"
@@ -53,24 +53,6 @@ def _host_intervals(ev, prefixes=(), pattern=None) -> list[tuple[float, float]]:
     return sorted(zip(ts, ts + ev["dur_us"].to_numpy()[m]))
 
 
-def _subtract(s1, e1, s2, e2) -> list[tuple[float, float]]:
-    """Parts of the disjoint sorted intervals (s1, e1) not covered by the disjoint sorted (s2, e2)."""
-    out, j = [], 0
-    for a, b in zip(s1, e1):
-        cur = a
-        while j < len(s2) and e2[j] <= cur:
-            j += 1
-        k = j
-        while k < len(s2) and s2[k] < b:
-            if s2[k] > cur:
-                out.append((cur, s2[k]))
-            cur = max(cur, e2[k])
-            k += 1
-        if cur < b:
-            out.append((cur, b))
-    return out
-
-
 def exposed_device_us(dev, kind: str, name_prefix: str = "") -> list[tuple[float, float]]:
     m = dev.kind == KIND_CODES[kind]
     if name_prefix:
@@ -78,7 +60,7 @@ def exposed_device_us(dev, kind: str, name_prefix: str = "") -> list[tuple[float
     s, e = merge(dev.ts_us[m], dev.end_us[m])
     comp = dev.kind == KIND_CODES[COMPUTATION]
     cs, ce = merge(dev.ts_us[comp], dev.end_us[comp])
-    return _subtract(s, e, cs, ce)
+    return subtract(s, e, cs, ce)
 
 
 def phase_records(td, dev=None) -> tuple[list, dict]:
