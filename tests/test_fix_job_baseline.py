@@ -98,3 +98,12 @@ def test_a_fixed_job_is_compared_rank_by_rank_and_its_page_says_so(tmp_path):
     assert "compress: applied" in r.stderr and note in r.stderr, r.stderr
     assert "before/after is per rank" in (tmp_path / "fixed" / "report.html").read_text()
     assert json.loads((tmp_path / "fixed" / "rank-0" / "fixes.json").read_text())["baseline_caveat"] is None
+    # a rank that found its baseline stale says so; the job's console and page quote that rank's sentence
+    fixes = tmp_path / "fixed" / "rank-0" / "fixes.json"
+    fixes.write_text(json.dumps({**json.loads(fixes.read_text()), "baseline_caveat": "60 min old"}))
+    rep = run_haiprof("report", tmp_path / "fixed")
+    assert rep.returncode == 0, rep.stderr
+    note = load_summary(tmp_path / "fixed")["fixes"]["baseline_note"]
+    assert note.startswith("baseline not re-measured: the latest unfixed run of this rank was 60 min old"), note
+    assert f"haiprof: {note}" in rep.stderr
+    assert f'id="fix-baseline">B{note[1:]}.' in (tmp_path / "fixed" / "report.html").read_text()

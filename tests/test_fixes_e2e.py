@@ -230,5 +230,10 @@ def test_a_stale_baseline_is_re_measured_right_before(runs, tmp_path):
     said = re.search(r"\(([^()]*)\) is (\d+) min old: re-measuring a 20-step baseline first", r.stderr)
     assert said and Path(said[1]).resolve() == old.resolve() and int(said[2]) >= 120, r.stderr
     assert "[baseline]" not in r.stdout
-    base = load_summary(parent / "fixed")["comparison"]["baseline_run"]
+    s = load_summary(parent / "fixed")
+    base = s["comparison"]["baseline_run"]
     assert base != str(old.resolve()) and "-baseline" in base, base
+    # why, said once: the console's line and the page's note are the summary's
+    note = s["fixes"]["baseline_note"]
+    assert note.startswith("baseline re-measured right before this run") and f"haiprof: {note}" in r.stderr
+    assert f'id="fix-baseline">B{note[1:]}.' in (parent / "fixed" / "report.html").read_text()

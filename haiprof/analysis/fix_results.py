@@ -106,6 +106,14 @@ def add_fix_results(run_dir: RunDir, meta: dict, summary: dict, steps=None) -> N
             {"id": k, "status": "unknown", "reason": "the run ended before the fixes reported"}
             for k in (fixes.get("requested") or {})],
     }
+    fx = summary["fixes"]   # what the baseline is, said once: the console and the page quote it
+    if fx["remeasured"]:
+        fx["baseline_note"] = ("baseline re-measured right before this run: the latest unfixed run was "
+                               f"{fx['remeasured']}")
+    elif fx["baseline_caveat"]:
+        fx["baseline_note"] = (f"baseline not re-measured: the latest unfixed run of this rank was "
+                               f"{fx['baseline_caveat']}, and a rank cannot re-measure it on its own (run the job "
+                               f"once more without --fix for a like-for-like baseline)")
     base = summary["fixes"]["baseline_run"]
     if not applied_ids(summary["fixes"]):   # nothing changed the training: nothing to compare, nothing to guard
         summary["fixes"]["comparison_note"] = "no fix was applied in this run: there is nothing to compare"
@@ -240,13 +248,8 @@ def console_lines(summary: dict) -> list[str]:
         compile_s = (r.get("details") or {}).get("compile_s")
         extra = f" (compile time {compile_s:.1f} s, in the first compiled steps)" if compile_s else ""
         lines.append(f"haiprof:   {r['id']}: {r['status']}, {r.get('reason')}{extra}")
-    if fx.get("remeasured"):
-        lines.append(f"haiprof: baseline re-measured right before this run: the latest unfixed run was "
-                     f"{fx['remeasured']}")
-    if fx.get("baseline_caveat"):
-        lines.append(f"haiprof: baseline not re-measured: the latest unfixed run of this rank was "
-                     f"{fx['baseline_caveat']}, and a rank cannot re-measure it on its own (run the job once more "
-                     f"without --fix for a like-for-like baseline)")
+    if fx.get("baseline_note"):
+        lines.append(f"haiprof: {fx['baseline_note']}")
     if summary.get("comparison"):
         lines.append(f"haiprof: before/after against {summary['comparison']['baseline_run']}:")
         lines += [f"haiprof:   {line}" for line in fix_gain.text_lines(gain) if not line.startswith("WARNING")]

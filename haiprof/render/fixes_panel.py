@@ -27,4 +27,5 @@ def section_fixes(d, figs):
     return render("fixes_panel.html.j2", "fixes", regression=g.get("message"), source=fx.get("source"),
                   spec=fx.get("spec"), ranked=ranked, excluded=fx.get("excluded") or [], note=fx.get("note"),
                   results=_results(fx), comparison=block(s["comparison"], g, figs) if s.get("comparison") else "",
-                  comparison_note=fx.get("comparison_note"), guard=s.get("loss_guard"))
+                  comparison_note=fx.get("comparison_note"), baseline_note=fx.get("baseline_note"),
+                  guard=s.get("loss_guard"))
