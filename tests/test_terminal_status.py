@@ -62,7 +62,7 @@ def test_nothing_written_to_the_terminal_is_corrupted(tmp_path):
     rc, tty, at_prompt = _run_interactive(["run", "--out", tmp_path / "r", SCRIPTS / "terminal" / "writers.py",
                                            "40"], tmp_path)
     assert rc == 0, tty[-2000:]
-    assert b"steps/s" in tty, "the status line was never drawn"
+    assert b"steps/s" in tty, f"the status line was never drawn; the terminal got: {tty[-4000:]!r}"
     lines = _lines(_screen(tty))
     for i in range(0, 40, 8):
         for expected in (f"print line {i}", f"os.write stdout line {i}", f"os.write stderr line {i}",
