@@ -127,6 +127,15 @@ def _loader_intervals(ev: pd.DataFrame) -> pd.DataFrame:
     return pd.DataFrame({"ts_us": dl["ts_us"], "end_us": dl["ts_us"] + dl["dur_us"]}).sort_values("ts_us")
 
 
+def _in_steps(intervals, steps: pd.DataFrame) -> np.ndarray:
+    """The time each step overlaps the (start, end) intervals."""
+    starts, ends = steps["ts_us"].to_numpy(float), steps["end_us"].to_numpy(float)
+    out = np.zeros(len(steps))
+    for a, b in intervals:
+        out += np.clip(np.minimum(b, ends) - np.maximum(a, starts), 0, None)
+    return out
+
+
 def _collective_wait(ev: pd.DataFrame, ops: pd.DataFrame) -> list[tuple[float, float]]:
     """Time a host collective runs while no op does: the training thread waiting for the transfer between ops."""
     coll = ev[_matches(ev["name"], COLLECTIVE) & ev["dur_us"].notna().to_numpy()]
@@ -162,12 +171,8 @@ def cpu_op_stats(ev: pd.DataFrame, whole_steps: int | None = None) -> dict | Non
     other = ~tiny & ~heavy_name & ~in_loader
     step_us = (steps["end_us"] - steps["ts_us"]).to_numpy(float)
     total_step = float(step_us.sum())
-    loader_us = np.zeros(len(steps))
-    for a, b in zip(loader["ts_us"], loader["end_us"]):
-        loader_us += np.clip(np.minimum(b, steps["end_us"]) - np.maximum(a, steps["ts_us"]), 0, None).to_numpy()
-    comm_us = np.zeros(len(steps))
-    for a, b in _collective_wait(ev, ops):
-        comm_us += np.clip(np.minimum(b, steps["end_us"]) - np.maximum(a, steps["ts_us"]), 0, None).to_numpy()
+    loader_us = _in_steps(zip(loader["ts_us"], loader["end_us"]), steps)
+    comm_us = _in_steps(_collective_wait(ev, ops), steps)
 
     def per_step(mask) -> np.ndarray:
         return np.bincount(where[mask], weights=selft[mask], minlength=len(steps))

@@ -153,6 +153,7 @@ def subtract(s1, e1, s2, e2) -> list[tuple[float, float]]:
             out.append((cur, b))
     return out
 
+
 def union_us(ts, end) -> float:
     order = np.argsort(ts, kind="stable")
     s, e = merge(ts[order], end[order])
