@@ -130,7 +130,8 @@ def read_events(path) -> list | None:
 
 
 def explain(windows: list, run_path, median_step_ms: float | None) -> None:
-    """Each flight-recorder window's slowest step explained from its trace (`explained`), in place."""
+    """Each flight-recorder window's slowest step explained from its trace (`explained`), in place; a window
+    whose slowest recorded step is no stall (under SAME_STALL x the median step) is a miss (`missed`)."""
     own = _own_dirs()
     for w in windows:
         an = w.get("anomaly")
@@ -141,6 +142,12 @@ def explain(windows: list, run_path, median_step_ms: float | None) -> None:
         if x is None:
             continue
         x["step"] = an["recorded_steps"][0] + x["step_in_window"]
+        if median_step_ms and x["step_ms"] < SAME_STALL * median_step_ms:
+            # the slow moment it was placed for did not come (a period learned from slow steps that lined up by
+            # chance on a busy machine, or a stretch already over): said as a miss, never marked as a stall
+            w["missed"] = {"step": x["step"], "step_ms": x["step_ms"],
+                           "times_median": round(x["step_ms"] / median_step_ms, 2)}
+            continue
         w["explained"] = x
 
 

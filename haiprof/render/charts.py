@@ -53,7 +53,7 @@ def flight_marks(windows) -> list:
     for w in windows or []:
         an, x = w.get("anomaly"), w.get("explained") or {}
         step = x.get("step", an.get("due_step") if an else None)
-        if an and w.get("file") and step is not None:
+        if an and w.get("file") and step is not None and not w.get("missed"):   # a miss traced no stall
             out.append({"step": int(step), "file": w["file"]})
     return out
 

@@ -12,15 +12,23 @@ def _ms(x) -> str:
 
 def _why(w: dict) -> str:
     an = w.get("anomaly")
+    if an and w.get("missed"):   # the slow moment it was placed for did not come
+        m = w["missed"]
+        return (f"{_flight_why(an)}; it did not come: the slowest recorded step, {m['step']}, took "
+                f"{m['step_ms']:.3g} ms ({m['times_median']:.2g}× the median step), no stall")
     if an:
-        if an.get("period_steps"):
-            return (f"flight recorder: a stall every {an['period_steps']} steps (last seen at step "
-                    f"{an['seen_step']}), due at step {an['due_step']}")
-        if an.get("period_s"):
-            return (f"flight recorder: a stall every {an['period_s']:.3g} s (last seen at step {an['seen_step']}), "
-                    f"due at step {an['due_step']}")
-        return f"flight recorder: slow steps in a row from step {an['seen_step']}"
+        return _flight_why(an)
     return "after warm-up" if w.get("asked_step") is None else f"asked for at step {w['asked_step']}"
+
+
+def _flight_why(an: dict) -> str:
+    if an.get("period_steps"):
+        return (f"flight recorder: a stall every {an['period_steps']} steps (last seen at step "
+                f"{an['seen_step']}), due at step {an['due_step']}")
+    if an.get("period_s"):
+        return (f"flight recorder: a stall every {an['period_s']:.3g} s (last seen at step {an['seen_step']}), "
+                f"due at step {an['due_step']}")
+    return f"flight recorder: slow steps in a row from step {an['seen_step']}"
 
 
 def _efficiency(d) -> str:
