@@ -7,6 +7,7 @@ sibling modules importable; the current directory first for `-m`). Real torchrun
 """
 import json
 import os
+import shutil
 import subprocess
 import sys
 from pathlib import Path
@@ -49,8 +50,21 @@ def _cli(tmp_path: Path) -> list[str]:
     return [sys.executable, str(d / "haiprof_cli.py")]
 
 
-def _run(argv, cwd):
-    return subprocess.run(list(map(str, argv)), cwd=cwd, capture_output=True, text=True, timeout=200)
+TEARDOWN_ABORT = "terminate called without an active exception"
+
+
+def _run(argv, cwd, out=None):
+    """One job; run again once (its run directory `out` removed) where a rank died of gloo's own teardown abort
+    (std::terminate on a thread still joinable at exit: seen once, in plain torchrun without haiprof, on a loaded
+    machine). Any other failure stands, and a second abort does too."""
+    def once():
+        return subprocess.run(list(map(str, argv)), cwd=cwd, capture_output=True, text=True, timeout=200)
+    r = once()
+    if r.returncode != 0 and TEARDOWN_ABORT in r.stderr:
+        if out is not None:
+            shutil.rmtree(out, ignore_errors=True)
+        r = once()
+    return r
 
 
 def _ranks(stdout: str) -> list[dict]:
@@ -81,9 +95,10 @@ def shadowed(tmp_path_factory):
     common = ["run", "--quiet", "--trace-steps", "0"]
     plain, launch, wrapped = in_parallel(
         lambda: _run([TORCHRUN, "--nproc-per-node", "2", script, "a"], cwd),
-        lambda: _run([*cli, *common, "--out", root / "launch", "--nproc-per-node", "2", script, "a"], cwd),
+        lambda: _run([*cli, *common, "--out", root / "launch", "--nproc-per-node", "2", script, "a"], cwd,
+                     root / "launch"),
         lambda: _run([*cli, *common, "--out", root / "wrapped", "--", TORCHRUN, "--nproc-per-node", "2", script, "a"],
-                     cwd))
+                     cwd, root / "wrapped"))
     return root, {"plain": plain, "launch": launch, "wrapped": wrapped}
 
 
@@ -115,7 +130,7 @@ def test_module_target_has_the_current_directory_first(tmp_path):
     (tmp_path / "pkg" / "trainmod.py").write_text(TRAIN)
     (tmp_path / "mylib.py").write_text("VALUE = 7\n")
     r = _run([*_cli(tmp_path), "run", "--quiet", "--trace-steps", "0", "--out", tmp_path / "run",
-              "--nproc-per-node", "2", "-m", "pkg.trainmod", "x"], tmp_path)
+              "--nproc-per-node", "2", "-m", "pkg.trainmod", "x"], tmp_path, tmp_path / "run")
     assert r.returncode == 0, r.stderr[-3000:]
     ranks = _ranks(r.stdout)
     assert [x["rank"] for x in ranks] == [0, 1]
@@ -217,7 +232,8 @@ def test_the_users_json_and_random_beside_the_script_win_as_under_python(tmp_pat
     plain, one, ranks = in_parallel(
         lambda: _run([sys.executable, "proj/train.py"], tmp_path),
         lambda: _run([*common, "--out", tmp_path / "one", "proj/train.py"], tmp_path),
-        lambda: _run([*common, "--out", tmp_path / "ranks", "--nproc-per-node", "2", "proj/train.py"], tmp_path))
+        lambda: _run([*common, "--out", tmp_path / "ranks", "--nproc-per-node", "2", "proj/train.py"], tmp_path,
+                     tmp_path / "ranks"))
     assert plain.stdout == "user json user random\n", plain.stderr[-3000:]
     for r in (one, ranks):
         assert r.returncode == 0 and r.stdout == plain.stdout, (r.stdout, r.stderr[-3000:])
