@@ -24,7 +24,9 @@ cannot be traced once it is over, so the detector predicts the next one:
     slow step just before a checkpoint is not the checkpoint;
   * a slow stretch (STRETCH anomalous steps in a row: the machine or the data got slow): the steps just after are
     traced at once, while it lasts;
-  * a one-off slow step is never traced (nothing says when it comes back); the report lists it.
+  * a one-off slow step is never traced (nothing says when it comes back); the report lists it;
+  * a periodic window whose recorded steps held no slow step (`missed`, told by the caller) was placed by a wrong
+    period: it is forgotten, and the stall's next occurrences can ask again while the budget lasts.
 
 Cost: O(1) per step and bounded memory: four fixed-size rings (RING step times, ANOMALIES anomaly steps, RECENT
 and PACE step times), the median re-sorted every MEDIAN_EVERY steps (a sort of RING floats), the periods looked
@@ -122,8 +124,31 @@ class AnomalyDetector:
         self._run = 0                # anomalous steps in a row
         self._open = False           # an occurrence not yet looked at: its slow steps in a row may not be over
         self._traced_periods: set = set()   # a period traced once is not traced again (bounded by the budget)
+        self._placed: dict = {}      # the periods each periodic ask was placed by, by its `seen` (see missed)
         self.anomalies = 0           # how many were seen (the end-of-run status line)
         self.stall_ns = 0            # the last occurrence's time over the median: what each period adds to a lead
+
+    def is_slow(self, duration_ns: int) -> bool:
+        """Whether a step of this time is a slow moment now (against the rolling median)."""
+        med = self._median
+        return self._n >= MIN_STEPS and duration_ns > self.factor * med and duration_ns - med >= self.min_excess_ns
+
+    def missed(self, ask: Ask) -> None:
+        """The window placed for a periodic stall recorded no slow step: the period it was placed by was wrong
+        (slow steps that lined up by chance on a busy machine, a step time that changed right after the stall).
+        Forgotten, so the stall's next occurrences are looked at afresh, not taken for one already traced."""
+        if ask.seen not in self._placed:   # another rank's ask (a job), or one long forgotten
+            return
+        period, period_ns = self._placed.pop(ask.seen)
+        self._traced_periods.discard(period)
+        if period_ns is not None and self._traced_times:
+            self._traced_times.remove(min(self._traced_times, key=lambda p: abs(p - period_ns)))
+
+    def _asked(self, ask: Ask, period: int | None, period_ns: int | None) -> Ask:
+        self._placed[ask.seen] = (period, period_ns)
+        while len(self._placed) > 4:   # bounded: the budget's windows, a few at most
+            del self._placed[next(iter(self._placed))]
+        return ask
 
     @property
     def median_ns(self) -> int:
@@ -135,8 +160,7 @@ class AnomalyDetector:
         clock; None: no periods in time). Returns where to trace, or None. An occurrence is looked at on the first
         ordinary step after it (its slow steps in a row are over: it is at its largest one), so the ask for a
         periodic stall comes a step after the stall, never on a busy machine's slow step just before it."""
-        med = self._median
-        slow = self._n >= MIN_STEPS and duration_ns > self.factor * med and duration_ns - med >= self.min_excess_ns
+        slow = self.is_slow(duration_ns)
         self._ring[self._n % RING] = duration_ns
         if not slow:
             self._recent[self._n % RECENT] = duration_ns
@@ -220,7 +244,7 @@ class AnomalyDetector:
         while due - 2 <= step and period:   # (a period of 3 or 4: the next occurrence is too close)
             due += period
         # recorded steps are open_at+1 .. open_at+3 (0-based): the due step in the middle
-        return Ask(open_at=due - 2, due=due, period=period, seen=seen)
+        return self._asked(Ask(open_at=due - 2, due=due, period=period, seen=seen), period, None)
 
     def _due_by_time(self, step: int, now_ns: int) -> Ask | None:
         """The window of a period in time, once its due time is close: the step expected to contain it. Asked for
@@ -249,7 +273,8 @@ class AnomalyDetector:
         between = max(0, math.ceil((due_ns - now_ns) / period_ns) - 1)   # stalls due before this one
         ahead = (due_ns - now_ns - between * max(0, stall_ns)) / per      # ordinary steps to go until the due time
         due = step + 1 + int(round(ahead))   # the step now starting is step + 1, it starts now
-        return Ask(open_at=due - 2, due=due, period=None, seen=seen, period_s=period_ns / 1e9)
+        return self._asked(Ask(open_at=due - 2, due=due, period=None, seen=seen, period_s=period_ns / 1e9),
+                           period, period_ns)
 
     def _due_by_steps(self, step: int, step_due: int, period: int, seen: int) -> Ask | None:
         """A stall both periods explain, its step time holding: its step, at the last moment (DUE_AHEAD steps
@@ -260,8 +285,9 @@ class AnomalyDetector:
         if self.lead_ns <= 0 and step_due - step > DUE_AHEAD + 1:
             self._plan = self._plan._replace(step_due=step_due)
             return None
+        period_ns = self._plan.period_ns
         self._plan = None
-        return Ask(open_at=step_due - 2, due=step_due, period=period, seen=seen)
+        return self._asked(Ask(open_at=step_due - 2, due=step_due, period=period, seen=seen), period, period_ns)
 
     def _period(self, step: int, duration_ns: int) -> int | None:
         """A period three intervals agree on: step - a == a - b == b - c (+-1 from 10 steps on) for earlier

@@ -110,6 +110,7 @@ class TraceRequests:
         self._asked_at: set = set()        # where flight-recorder windows are asked for (one a step, across ranks)
         self._last_ns: int | None = None   # the previous step's end (the flight recorder's step time)
         self._touched = True               # the step now ending ran (partly) inside a window: not an ordinary step
+        self._checking = None              # (Ask, steps completed when its window opened, its slowest step ns)
 
     # -- asking ---------------------------------------------------------------------------------------------------
     def request(self, steps: int = DEFAULT_STEPS, at_step: int | None = None, why: str = "haiprof trace",
@@ -205,6 +206,8 @@ class TraceRequests:
         now = self._step_clock()
         last, self._last_ns = self._last_ns, now
         touched, self._touched = self._touched or in_window, in_window
+        if self._checking is not None and last is not None:
+            self._check_window(completed - 1, now - last)
         if last is None or touched or self._anomaly_left <= 0:
             return
         ask = self._anomaly.observe(completed - 1, now - last, now)
@@ -215,6 +218,19 @@ class TraceRequests:
             ask = self._share.lead(ask, completed, self._anomaly.median_ns, self._anomaly.stall_ns)
             self._share.publish(ask)
         self._ask(ask, ANOMALY_WHY)
+
+    def _check_window(self, step: int, duration_ns: int) -> None:
+        """A periodic window's recorded steps (the three after its warm-up step): none of them slow, even with
+        the profiler's own cost in them, and the stall it was placed for did not come: the detector is told."""
+        ask, opened, slowest = self._checking
+        if step <= opened:
+            return
+        if step <= opened + ANOMALY_STEPS:
+            self._checking = (ask, opened, max(slowest, duration_ns))
+            return
+        self._checking = None
+        if not self._anomaly.is_slow(slowest):
+            self._anomaly.missed(ask)
 
     def _ask(self, ask: Ask, why: str) -> None:
         periodic = bool(ask.period or ask.period_s)
@@ -253,6 +269,8 @@ class TraceRequests:
                           name=window_name(completed), watch=False, python_stacks=ask is not None)
         t = time.monotonic_ns()
         if ask is not None:
+            if ask.period or ask.period_s:
+                self._checking = (ask, completed, 0)
             self._append((ANOMALY_MARK, t, t, completed, steps, -1 if ask.due is None else ask.due,
                           ask.period or 0, ask.seen, round((ask.period_s or 0) * 1e3, 3)))
             self.anomaly_windows.append(win)
