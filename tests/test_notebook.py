@@ -9,7 +9,9 @@ NOTEBOOK = REPO / "notebooks" / "profile_example.ipynb"
 
 
 @pytest.mark.slow
-def test_example_notebook_executes():
+def test_example_notebook_executes(tmp_path, monkeypatch):
+    # the notebook profiles into a fresh temporary folder, as a user's would: the test's own, not the machine's /tmp
+    monkeypatch.setenv("TMPDIR", str(tmp_path))
     nbformat = pytest.importorskip("nbformat", reason="the test extra installs nbformat")
     from nbclient import NotebookClient
 
