@@ -123,6 +123,9 @@ def test_yields_to_the_scripts_own_tqdm_bar(tmp_path):
     assert rc == 0 and stdout.decode().splitlines() == ["done"]
     assert b"train: " in tty and b"40/40" in tty  # the script's bar is drawn
     assert STATUS not in tty                        # ours stays out of its way
+    status = [json.loads(x) for x in (tmp_path / "r" / "status.jsonl").read_text().splitlines()]
+    assert {"collector": "status-line", "available": True, "reason": "stepped aside for the script's tqdm bar"} \
+        in status, status
 
 
 def test_traceback_starts_on_a_clean_line(tmp_path):

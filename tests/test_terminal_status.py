@@ -13,6 +13,7 @@ import time
 import pytest
 
 from conftest import HAIPROF, SCRIPTS, read_pty
+from haiprof.rundir import RunDir
 
 pyte = pytest.importorskip("pyte", reason="pyte comes with the test extra")
 
@@ -62,7 +63,9 @@ def test_nothing_written_to_the_terminal_is_corrupted(tmp_path):
     rc, tty, at_prompt = _run_interactive(["run", "--out", tmp_path / "r", SCRIPTS / "terminal" / "writers.py",
                                            "40"], tmp_path)
     assert rc == 0, tty[-2000:]
-    assert b"steps/s" in tty, f"the status line was never drawn; the terminal got: {tty[-4000:]!r}"
+    status = (tmp_path / "r" / "status.jsonl").read_text() if (tmp_path / "r" / "status.jsonl").exists() else ""
+    assert b"steps/s" in tty, (f"the status line was never drawn; the terminal got: {tty[-4000:]!r}; "
+                               f"the run's status-line entries: {[x for x in status.splitlines() if 'status-line' in x]}")
     lines = _lines(_screen(tty))
     for i in range(0, 40, 8):
         for expected in (f"print line {i}", f"os.write stdout line {i}", f"os.write stderr line {i}",
@@ -111,6 +114,8 @@ def test_a_resized_terminal_gets_its_rows_back(tmp_path):
     assert proc.wait(timeout=30) == 0
     assert resized is not None, got[-2000:]
     after = got[resized:]
+    status = RunDir(tmp_path / "r").read_status()   # the run says why the line stopped
+    assert status["status-line"]["reason"] == f"stepped aside: the terminal was resized ({ROWS} -> {ROWS + 6} rows)"
     # At most one frame already on its way when the size changed; then the region is reset and nothing drawn.
     assert after.count(b"steps/s") <= 1, after
     assert b"\x1b[r" in after

@@ -213,7 +213,8 @@ def start(boot_path: str) -> None:
     try:   # the live status line on a terminal, drawn from this process: it sees the script's tqdm bar and gives
         from ..rundir import PHASES_BIN   # its row back before a traceback (its excepthook wraps ours)
         from .progress import LiveStatus
-        child.live = LiveStatus.start_if_tty(run_dir.file(PHASES_BIN), quiet=opts.quiet)
+        child.live = LiveStatus.start_if_tty(run_dir.file(PHASES_BIN), quiet=opts.quiet,
+                                             on_stop=lambda ok, why: run_dir.record_status("status-line", ok, why))
     except Exception:
         child.live = None
     atexit.register(child.at_exit)

@@ -201,8 +201,9 @@ class LiveStatus:
 
     MIN_ROWS = 4   # a smaller terminal keeps every row for the script
 
-    def __init__(self, phases_path, stream=None, refresh_s: float = REFRESH_S):
+    def __init__(self, phases_path, stream=None, refresh_s: float = REFRESH_S, on_stop=None):
         self.stream = stream if stream is not None else sys.stderr
+        self.on_stop = on_stop   # on_stop(available, reason): why the line stopped before the run ended
         self.tail = PhaseTail(phases_path)
         self.refresh_s = refresh_s
         self._stop = threading.Event()
@@ -216,11 +217,11 @@ class LiveStatus:
         self._id = self._identity()   # the terminal's descriptor as it is now (see _emit)
 
     @classmethod
-    def start_if_tty(cls, phases_path, quiet: bool = False, stream=None) -> "LiveStatus | None":
+    def start_if_tty(cls, phases_path, quiet: bool = False, stream=None, on_stop=None) -> "LiveStatus | None":
         stream = stream if stream is not None else sys.stderr
         if not enabled(stream, quiet):
             return None
-        live = cls(phases_path, stream)
+        live = cls(phases_path, stream, on_stop=on_stop)
         if not live._reserve():
             return None
         # Python (or a rank's launcher) prints the script's traceback through sys.excepthook: give the row back
@@ -301,11 +302,24 @@ class LiveStatus:
                     # A resized terminal has reset its region; the script's own tqdm bar wants the terminal:
                     # either way, step aside for the rest of the run.
                     if rows != self._rows or tqdm_bar_active():
+                        why = (f"stepped aside: the terminal was resized ({self._rows} -> {rows} rows)"
+                               if rows != self._rows else "stepped aside for the script's tqdm bar")
                         self._release()
+                        self._stopped(True, why)
                         return
                     self._draw(status_line(self.tail, time.monotonic() - self._t0)[:max(20, cols - 1)])
-            except (OSError, ValueError):
-                return  # terminal gone or stream closed: stop drawing, never disturb training
+            except (OSError, ValueError) as e:
+                # terminal gone or stream closed: stop drawing, never disturb training
+                self._stopped(False, f"stopped: {type(e).__name__}: {e}"[:300])
+                return
+
+    def _stopped(self, available: bool, reason: str) -> None:
+        """Say why the line stopped before the run ended (the run's status: the report's collectors table)."""
+        if self.on_stop is not None and not self._stop.is_set():
+            try:
+                self.on_stop(available, reason)
+            except Exception:
+                pass
 
     def stop(self) -> None:
         """Stop drawing, erase the row and give it back; idempotent."""
