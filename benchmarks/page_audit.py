@@ -5,8 +5,8 @@
     python benchmarks/page_audit.py RUN_DIR [RUN_DIR...]  # run directories as they are (report re-written)
     python benchmarks/page_audit.py --examples --job 256 --long 100000   # add runs made here (see below)
 
---examples runs every bundled example (examples/*.py, short arguments; the distributed ones as 2-rank jobs) plain
-and with `--fix auto`; --job N builds an N-rank job from the recorded 2-rank one (benchmarks/job_scale.py);
+--examples runs every bundled example (examples/*.py, short arguments; the distributed ones as 2-rank jobs, each
+rank's own page audited too) plain and with `--fix auto`; --job N builds an N-rank job from the recorded 2-rank one (benchmarks/job_scale.py);
 --long N runs a tiny training loop for N steps.
 
 Exit 1 when anything is violated.
@@ -91,6 +91,8 @@ def made_runs(tmp: Path, examples: bool, job: int, long: int) -> list[Path]:
                            timeout=1800, cwd=tmp)
         if (dst / "meta.json").is_file():
             out.append(dst)
+            # a job's rank pages too (`haiprof report JOB/rank-K`): what a user opens to look at one rank
+            out.extend(d for d in sorted(dst.glob("rank-*")) if (d / "meta.json").is_file())
         else:
             print(f"{name}: no run: {r.stderr.strip()[-200:]}")
     if examples:
