@@ -20,8 +20,8 @@ def test_the_scripts_own_profiler_runs_to_the_end_beside_a_flight_recorder_windo
     assert r.stdout == py.stdout   # before: "still ours: False calls 26" (the profiler gone after the window)
     s = load_summary(out)
     flight = [w for w in s["trace_windows"] if w.get("anomaly")]
-    assert flight, s["trace_windows"]   # the window whose Python tracer would have replaced the script's profiler
     said = "".join(open(out / "status.jsonl").read().split("\n"))
+    assert flight, (s["trace_windows"], said)   # the window whose Python tracer would replace the script's profiler
     assert "Python functions left out: the script runs its own profiler" in said
 
 

@@ -63,12 +63,12 @@ def test_bad_snapshot_interval_is_one_line(tmp_path):
 def test_snapshots_repeat_and_their_cost_stays_bounded(tmp_path):
     """The scheduler, with a child that takes 0.1 s: the next one starts no sooner than SPACING x that (and no
     sooner than the interval), so snapshots take at most 1/SPACING of a core however long the report gets."""
-    import sys
-
     from haiprof.rundir import RunDir
     from haiprof.runtime.sidecar import Snapshots
 
-    snaps = Snapshots(RunDir(tmp_path), 0.05, [sys.executable, "-c", "import time; time.sleep(0.1)"])
+    # a child without an interpreter's start-up: beside busy processes a python child took ~1.5 s, so the next one
+    # was due 30 s on, past the deadline
+    snaps = Snapshots(RunDir(tmp_path), 0.05, ["sleep", "0.1"])
     time.sleep(0.1)
     snaps.poll()
     assert snaps.child is None   # due, but the run has not recorded a phase yet: nothing to report
