@@ -6,8 +6,8 @@
     python benchmarks/page_audit.py --examples --job 256 --long 100000   # add runs made here (see below)
 
 --examples runs every bundled example (examples/*.py, short arguments; the distributed ones as 2-rank jobs, each
-rank's own page audited too) plain and with `--fix auto`; --job N builds an N-rank job from the recorded 2-rank one (benchmarks/job_scale.py);
---long N runs a tiny training loop for N steps.
+rank's own page audited too) plain and with `--fix auto` (a job: `--fix compress,bucket`); --job N builds an
+N-rank job from the recorded 2-rank one (benchmarks/job_scale.py); --long N runs a tiny training loop for N steps.
 
 Exit 1 when anything is violated.
 """
@@ -97,7 +97,9 @@ def made_runs(tmp: Path, examples: bool, job: int, long: int) -> list[Path]:
             print(f"{name}: no run: {r.stderr.strip()[-200:]}")
     if examples:
         for script, (script_args, opts) in EXAMPLES.items():
-            for fix in ([], ["--fix", "auto"]):
+            # a job's fixes are named (--fix auto is refused for jobs): the fixed job's page, its ranks' before/after
+            fixed = ["--fix", "compress,bucket" if "--nproc-per-node" in opts else "auto"]
+            for fix in ([], fixed):
                 run(f"example-{script[:-3]}{'-fixed' if fix else ''}",
                     [*opts, *fix, str(REPO / "examples" / script), *script_args])
     if long:
