@@ -424,12 +424,14 @@ def slow_runs(tmp_path_factory):
     from benchmarks.flight_recorder import CLOCK_ARGS
     root = tmp_path_factory.mktemp("slow")
     stalls, steady, clock = root / "stalls", root / "steady", root / "clock"
-    # 170 steps, not the example's 160: the 160th step's checkpoint lands in step 160 (after the write, the next
+    # 190 steps, not the example's 160: the 160th step's checkpoint lands in step 160 (after the write, the next
     # step starts), which a 160-step run never has. When the earlier stalls do not all stand out (two cores shared
-    # with other tests and a busy process) the window can be due there, and a trace of time after the last step has
-    # no row in the table and no bar to mark
+    # with other tests and a busy process) the window can be due there or at 180: a slow stretch's window that
+    # covers the checkpoint at 80 hides it from the detector, whose three agreeing intervals then end at 160 at the
+    # earliest (seen in a stressed run; docs/benchmarks.md), and a trace of time after the last step has no row in
+    # the table and no bar to mark
     done = in_parallel(
-        lambda: run_haiprof("run", "--quiet", "--out", stalls, EXAMPLES / "slow_moments.py", "--steps", "170"),
+        lambda: run_haiprof("run", "--quiet", "--out", stalls, EXAMPLES / "slow_moments.py", "--steps", "190"),
         lambda: run_haiprof("run", "--quiet", "--out", steady, EXAMPLES / "slow_moments.py", "--every", "0",
                             "--hiccup-step", "-1"))
     # the clock case on its own: a period in time is learned from stalls whose starts agree within 1.5 steps,
