@@ -1,6 +1,4 @@
 """notebooks/profile_example.ipynb executes top to bottom (nbclient, this environment's ipykernel)."""
-from pathlib import Path
-
 import pytest
 
 from conftest import REPO
