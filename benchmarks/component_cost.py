@@ -64,6 +64,17 @@ def workload(kind: str, steps: int):
     return run
 
 
+def start_sampler(run_dir, interval_s: float) -> Sidecar:
+    """haiprof's real sampler beside this process, once it has taken its first sample: its start-up (an
+    interpreter, imports) is a one-off, not a per-step cost."""
+    side = Sidecar.start(run_dir, __import__("os").getpid(), interval_s)
+    system = run_dir.path / "samples" / "system.jsonl"
+    deadline = time.monotonic() + 30
+    while time.monotonic() < deadline and not (system.exists() and system.stat().st_size):
+        time.sleep(0.05)
+    return side
+
+
 class Parts:
     """haiprof's parts for one round, started as a run starts them and stopped again."""
 
@@ -74,11 +85,7 @@ class Parts:
             self.appender = self.run_dir.phase_appender().start()
             self.recorder = PhaseRecorder(self.appender.append).install()
         if config.endswith("sampler"):
-            self.sidecar = Sidecar.start(self.run_dir, __import__("os").getpid(), 0.5)
-            system = self.run_dir.path / "samples" / "system.jsonl"
-            deadline = time.monotonic() + 30
-            while time.monotonic() < deadline and not (system.exists() and system.stat().st_size):
-                time.sleep(0.05)   # its start-up (an interpreter, imports) is a one-off, not a per-step cost
+            self.sidecar = start_sampler(self.run_dir, 0.5)
 
     def stop(self) -> None:
         if self.sidecar is not None:

@@ -62,14 +62,9 @@ def neighbour(config: str, root: Path, index: int):
         p = subprocess.Popen([sys.executable, "-c", "import time; time.sleep(3600)"])
         time.sleep(0.5)
         return lambda: (p.kill(), p.wait())
+    from component_cost import start_sampler   # a sibling script (run as one: its folder is on sys.path)
     from haiprof.rundir import RunDir
-    from haiprof.runtime.sidecar import Sidecar
-    run_dir = RunDir.create(root / f"round-{index}")
-    side = Sidecar.start(run_dir, os.getpid(), float(config.split()[1].rstrip("s")))
-    first = run_dir.path / "samples" / "system.jsonl"
-    deadline = time.monotonic() + 30
-    while time.monotonic() < deadline and not (first.exists() and first.stat().st_size):
-        time.sleep(0.05)   # its start-up is a one-off, not a per-step cost
+    side = start_sampler(RunDir.create(root / f"round-{index}"), float(config.split()[1].rstrip("s")))
     time.sleep(0.3)
     return side.stop
 
