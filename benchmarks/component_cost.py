@@ -10,7 +10,13 @@ beside it. The parts are haiprof's real ones, as a run wires them:
 
 - recorder: the phase hooks (collectors/phases) writing into the phases.bin appender, whose flush thread
   encodes and writes a chunk every 0.5 s;
-- sampler: the side process (runtime/sidecar) sampling the system collectors every 0.5 s.
+- in-process parts: everything a run starts inside the training process, wired by the run's own code
+  (runtime/session.Session, defaults, no tracing window): the recorder, the DDP and FSDP observers, the loss
+  recorder, the flight recorder watching each step;
+- + sampler: those and the side process (runtime/sidecar) sampling the system collectors every 0.5 s.
+
+The optimizer is built once, before any round (a run builds it after the hooks): the recorder is told so, or it
+would count each backward as a step as well (collectors/phases `optimizer_made`).
 
 Beside the ratio of round medians, the ratio of the 10th percentiles of all steps, and the training process's CPU time per step (all its threads: the hooks, the flush
 thread, torch's workers) minus the bare rounds': work, which the machine's noise blurs less than wall time.
@@ -31,9 +37,11 @@ from torch import nn
 
 from haiprof.collectors.phases import PhaseRecorder
 from haiprof.rundir import RunDir
+from haiprof.runtime.run_setup import RunOptions
+from haiprof.runtime.session import Session
 from haiprof.runtime.sidecar import Sidecar
 
-CONFIGS = ("bare", "recorder", "recorder + sampler")
+CONFIGS = ("bare", "recorder", "in-process parts", "+ sampler")
 
 
 def workload(kind: str, steps: int):
@@ -80,17 +88,26 @@ class Parts:
 
     def __init__(self, root: Path, config: str, index: int):
         self.run_dir = RunDir.create(root / f"round-{index}")
-        self.appender = self.recorder = self.sidecar = None
-        if config != "bare":
+        self.appender = self.recorder = self.session = self.sidecar = None
+        if config == "recorder":
             self.appender = self.run_dir.phase_appender().start()
             self.recorder = PhaseRecorder(self.appender.append).install()
+        elif config != "bare":
+            opts = RunOptions(script=None, module=None, args=[], trace_steps=0, snapshot_every_min=0)
+            self.session = Session(self.run_dir, opts)
+            self.session.start(sampler=False)
+            self.recorder = self.session.recorder
+        if self.recorder is not None:
+            self.recorder.optimizer_made = True
         if config.endswith("sampler"):
             self.sidecar = start_sampler(self.run_dir, 0.5)
 
     def stop(self) -> None:
         if self.sidecar is not None:
             self.sidecar.stop()
-        if self.recorder is not None:
+        if self.session is not None:
+            self.session.teardown.close()
+        elif self.recorder is not None:
             self.recorder.uninstall()
             self.appender.close()
 

@@ -1,10 +1,11 @@
 """Loss collector: the value of each scalar passed to backward, for the fix correctness guard.
 
-The scalar a script calls backward() on is its loss. Values are kept as detached tensors (no device sync in the
-training loop). Those on the CPU are turned into floats by `drain()` on the flush thread, twice a second, and
-appended to a text file (one value a line), so a run killed with SIGKILL keeps its losses and memory
-stays flat over a long run; CUDA losses stay tensors until the run ends (converting them earlier would sync the
-device from another thread). Read-only: the loss itself is untouched.
+The scalar a script calls backward() on is its loss. A plain CPU loss is read as a float there and then (it is
+already computed); a device's loss (or a tensor subclass's) is kept as a detached copy, since reading it would wait
+for the device. `drain()`, on the flush thread twice a second, appends the floats to a text file (one value a line),
+so a run killed with SIGKILL keeps its losses and memory stays flat over a long run; CUDA losses stay tensors until
+the run ends (converting them earlier would sync the device from another thread). Read-only: the loss itself is
+untouched.
 """
 from __future__ import annotations
 
@@ -33,10 +34,15 @@ class LossRecorder:
         @functools.wraps(original)
         def backward(tensors, *args, **kwargs):
             if os.getpid() == self._owner_pid and isinstance(tensors, torch.Tensor) and tensors.numel() == 1:
-                if len(self._values) < self.max_losses:
-                    self._values.append(tensors.detach().reshape(()).clone())
-                else:
+                if len(self._values) >= self.max_losses:
                     self.dropped += 1
+                elif type(tensors) is torch.Tensor and tensors.is_cpu and tensors.is_floating_point():
+                    # a plain CPU loss is already computed: its float now (under 1 us) costs less than a copy, and
+                    # leaves the flush thread no torch op to run (each hands the GIL to and from this thread)
+                    value = tensors.detach().item()
+                    self._values.append(value if math.isfinite(value) else None)
+                else:   # a device's loss is copied, not read: reading it would wait for the device
+                    self._values.append(tensors.detach().reshape(()).clone())
             return original(tensors, *args, **kwargs)
 
         torch.autograd.backward = backward

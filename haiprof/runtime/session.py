@@ -76,7 +76,8 @@ class Session:
         self.wait = None
         self.ended = False
 
-    def start(self) -> None:
+    def start(self, sampler: bool = True) -> None:
+        """`sampler=False`: the in-process parts only (benchmarks/component_cost.py measures them apart)."""
         from haiprof.collectors.ddp_comm import DDPCommObserver
         from haiprof.collectors.phases import PhaseRecorder
         from haiprof.collectors.sharded_comm import ShardedCommObserver
@@ -96,7 +97,7 @@ class Session:
         # thing started pushes its undo here, so the undos run in the reverse order of these pushes, and a failure
         # while starting undoes what had been started.
         with contextlib.ExitStack() as starting:
-            sidecar = start_sidecar(run_dir, opts.sample_interval_s, snapshot_s)
+            sidecar = start_sidecar(run_dir, opts.sample_interval_s, snapshot_s) if sampler else None
             starting.callback(stop_sidecar, sidecar)
             appender = run_dir.phase_appender().start()
             self.recorder = recorder = PhaseRecorder(appender.append, max_steps=opts.steps)
