@@ -18,8 +18,9 @@ beside it. The parts are haiprof's real ones, as a run wires them:
 The optimizer is built once, before any round (a run builds it after the hooks): the recorder is told so, or it
 would count each backward as a step as well (collectors/phases `optimizer_made`).
 
-Beside the ratio of round medians, the ratio of the 10th percentiles of all steps, and the training process's CPU time per step (all its threads: the hooks, the flush
-thread, torch's workers) minus the bare rounds': work, which the machine's noise blurs less than wall time.
+Beside the ratio of round medians, the ratio of the 10th percentiles of all steps, and the training process's CPU
+time per step (all its threads: the hooks, the flush thread, torch's workers) minus the bare rounds': work, which
+the machine's noise blurs less than wall time.
 
 The model is benchmarks/workloads/timed_steps.py's, with torch's default threads (both cores), as users run it.
 """

@@ -32,7 +32,7 @@ Cost: O(1) per step and bounded memory: four fixed-size rings (RING step times, 
 and PACE step times), the median re-sorted every MEDIAN_EVERY steps (a sort of RING floats), the periods looked
 for only once a slow moment is over (ANOMALIES^3 comparisons at most), and while a window waits for its due time a
 sort of RATE floats and a mean of PACE a step. Steps a tracing window touched are skipped: the profiler slows
-them.
+them (a period's chain may pass through them: one of four places, `hidden`).
 """
 from __future__ import annotations
 
@@ -63,6 +63,7 @@ MIN_TIME_PERIOD = 10  # median steps: a period in time is told from chance only 
                      # shorter clock is as well placed by its period in steps
 MISSED = 3           # a period this many times one already traced is that stall again, an occurrence or two
                      # hidden by the window that traced it (and the first one of a period may go unseen)
+HIDDEN = 8           # the step ranges a window hid from the detector kept (a window's, at most a few a run)
 CHANCE = 0.02       # a step period is taken when the odds that the busy machine's other slow steps line up so are
                      # under this (a noise-only run: a window in ~25% of runs without it)
 RATE = 15            # the step time a step period was learned at, and is checked against: a median of this many
@@ -125,6 +126,7 @@ class AnomalyDetector:
         self._open = False           # an occurrence not yet looked at: its slow steps in a row may not be over
         self._traced_periods: set = set()   # a period traced once is not traced again (bounded by the budget)
         self._placed: dict = {}      # the periods each periodic ask was placed by, by its `seen` (see missed)
+        self._hidden: list = []      # [first, last] step ranges a tracing window hid (see hidden), at most HIDDEN
         self.anomalies = 0           # how many were seen (the end-of-run status line)
         self.stall_ns = 0            # the last occurrence's time over the median: what each period adds to a lead
 
@@ -132,6 +134,14 @@ class AnomalyDetector:
         """Whether a step of this time is a slow moment now (against the rolling median)."""
         med = self._median
         return self._n >= MIN_STEPS and duration_ns > self.factor * med and duration_ns - med >= self.min_excess_ns
+
+    def hidden(self, step: int) -> None:
+        """A step the detector was not shown (a tracing window touched it: the profiler slows it). A stall due
+        there may have come: a period's chain may pass through it (_period_across)."""
+        if self._hidden and self._hidden[-1][1] == step - 1:
+            self._hidden[-1][1] = step
+        else:
+            self._hidden = self._hidden[1 - HIDDEN:] + [[step, step]]
 
     def missed(self, ask: Ask) -> None:
         """The window placed for a periodic stall recorded no slow step: the period it was placed by was wrong
@@ -318,6 +328,35 @@ class AnomalyDetector:
                     if _beyond_chance(len(seen), (2 * tol + 1) * others / (step - c),
                                       (min(sizes + (dd,)) >= SIZE_AGREE * max(sizes + (dd,))
                                        for _, dd in near(c - p, tol))):
+                        return p
+        return self._period_across(step, duration_ns, seen, near) if self._hidden else None
+
+    def _period_across(self, step: int, duration_ns: int, seen: dict, near) -> int | None:
+        """A period whose chain passes through a step a window hid (a slow stretch's window over a checkpoint),
+        which otherwise breaks every chain across it for three more occurrences: four intervals back, one place
+        hidden, three like-sized occurrences, the odds of a chance grid over them and every hidden place tried."""
+        for first, last in self._hidden:
+            for k in (1, 2, 3, 4):   # the hidden place is the k-th back
+                for h in range(first, last + 1):
+                    p, off = divmod(step - h, k)
+                    if off or p < MIN_PERIOD:
+                        continue
+                    tol = 1 if p >= 10 else 0
+                    picks = [(j, *max(near(step - j * p, tol) or [(None, 0)], key=lambda sd: sd[1]))
+                             for j in (1, 2, 3, 4) if j != k]
+                    sizes = (duration_ns, *(d for _, _, d in picks))
+                    if any(s is None for _, s, _ in picks) or min(sizes) < SIZE_AGREE * max(sizes):
+                        continue
+                    # the period the three occurrences space out must bring this step and the hidden place too,
+                    # each +-tol: not +-tol at every place (a slow step 3 short of a grid of 20 fits 19 so)
+                    (j0, s0, _), (j1, s1, _) = picks[0], picks[-1]
+                    est = (s0 - s1) / (j1 - j0)
+                    if abs(s0 + j0 * est - step) > tol or not first - tol <= step - k * est <= last + tol:
+                        continue
+                    floor, start = SIZE_AGREE * max(sizes), step - 4 * p - tol
+                    others = sum(1 for s, d in seen.items() if s >= start and d >= floor) - len(picks)
+                    tried = len(seen) * 4 * (last - first + 1)   # each place of each hidden step is a try too
+                    if tried * ((2 * tol + 1) * max(0, others) / (step - start)) ** 3 <= CHANCE:
                         return p
         return None
 

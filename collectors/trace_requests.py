@@ -208,6 +208,8 @@ class TraceRequests:
         touched, self._touched = self._touched or in_window, in_window
         if self._checking is not None and last is not None:
             self._check_window(completed - 1, now - last)
+        if touched and last is not None:
+            self._anomaly.hidden(completed - 1)
         if last is None or touched or self._anomaly_left <= 0:
             return
         ask = self._anomaly.observe(completed - 1, now - last, now)

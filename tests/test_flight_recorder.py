@@ -182,6 +182,32 @@ def test_memory_is_bounded_and_the_cost_constant():
     _feed(det, {i: 100 for i in range(50, 200_000, 7)}, 200_000)
     assert len(det._ring) == anomaly.RING and len(det._seen) == anomaly.ANOMALIES
     assert len(det._traced_periods) <= 1
+    for step in range(0, 1000, 3):   # separate hidden steps: a range each, the oldest let go
+        det.hidden(step)
+    assert len(det._hidden) == anomaly.HIDDEN
+
+
+def _feed_hiding(det, slow: dict, hidden: range, n: int):
+    """_feed, the steps in `hidden` not shown to the detector (a window touched them) but told as hidden."""
+    asks = {}
+    for step in range(n):
+        if step in hidden:
+            det.hidden(step)
+            continue
+        ask = det.observe(step, int(slow.get(step, 10.0) * MS))
+        if ask is not None:
+            asks[step] = ask
+    return asks
+
+
+def test_a_period_passes_through_one_hidden_place_but_needs_three_occurrences_beside_it():
+    stalls = {20: 120, 40: 120, 60: 120, 80: 120, 100: 120}
+    # the stall at 80 hidden by a window: 100, 80 (hidden), 60, 40, 20 give the period at 100
+    asks = _feed_hiding(AnomalyDetector(), stalls, range(76, 81), 110)
+    assert [(s, a.due, a.period) for s, a in asks.items()] == [(101, 120, 20)]
+    # without the stall at 20, the hidden place has two occurrences beside it (60, 40): no period
+    del stalls[20]
+    assert _feed_hiding(AnomalyDetector(), stalls, range(76, 81), 110) == {}
 
 
 # -- the window, on a real profiler ----------------------------------------------------------------------------
@@ -303,6 +329,35 @@ def test_slow_stretches_before_the_period_leave_the_last_window_for_it(tmp_path)
     assert asked.stretches_untraced == 1
     last = {name: reason for name, ok, reason in status}
     assert "2 window(s) traced; 1 slow stretch(es) not traced" in last["anomaly"], last["anomaly"]
+
+
+def test_a_slow_stretchs_window_over_a_checkpoint_does_not_delay_its_period(tmp_path):
+    """A slow stretch (steps 71-75) is traced at once; its window (76-80) hides the checkpoint at step 80. The
+    chain from 100 passes through that hidden place (100, 80, 60, 40, 20): the period is learned at 100 and the
+    stall at 120 traced. Without it every chain across the gap broke, and the run's only period found was 40 (at
+    140: 140, 100, 60, 20), traced at 180."""
+    import torch
+    from haiprof.collectors.trace_requests import TraceRequests
+    from haiprof.collectors.trace_window import TraceWindow
+    from haiprof.rundir.vocabulary import ANOMALY_MARK, WINDOW_MARK
+
+    status, records = [], []
+    clock = [0]
+    first = TraceWindow(tmp_path, records.append, lambda *a: status.append(a), warmup_steps=2, active_steps=3)
+    asked = TraceRequests(tmp_path, records.append, lambda *a: status.append(a), first,
+                          anomaly=AnomalyDetector(), anomaly_windows=2, step_clock=lambda: clock[0])
+    x = torch.randn(16, 16)
+    for n in range(1, 200):
+        step = n - 1
+        x = torch.tanh(x @ x)
+        stall = step % 20 == 0 and step > 0
+        clock[0] += (150 if stall else 40 if 71 <= step <= 75 else 10) * MS
+        asked.on_step(n)
+    first.close()
+    asked.close()
+    marks = [r for r in records if r[0] == ANOMALY_MARK]
+    assert [(m[5], m[6], m[7]) for m in marks] == [(-1, 0, 75), (120, 20, 100)], marks
+    assert [r[3] for r in records if r[0] == WINDOW_MARK] == [76, 118]
 
 
 def test_a_budget_of_one_goes_to_whatever_comes_first(tmp_path):
