@@ -2,6 +2,7 @@
 
     python benchmarks/flight_recorder.py cost [--steps 20000] [--reps 7]
     python benchmarks/flight_recorder.py hits [--runs 10] [--clock]
+    python benchmarks/flight_recorder.py hidden [--runs 400]
 
 cost: side by side in one process, the step callback haiprof runs after every optimizer step (TraceRequests.on_step,
 its first window done) with the flight recorder on and off, over the same number of steps, alternated `--reps`
@@ -18,6 +19,9 @@ where one was due) and its trace names the checkpoint function. Prints each run 
 is a window placed by time whose slowest traced step is a stall in save_checkpoint (any of its three recorded
 steps: a clock's due step is an estimate). Each run also says where the step period alone would have put its
 window (the stalls' steps from the run's own slowest steps), and whether that would have caught one.
+
+hidden: the detector alone on synthetic step times, with and without being told the steps a window hid (see
+`hidden` below).
 """
 from __future__ import annotations
 
@@ -166,6 +170,49 @@ def hits(runs: int, clock: bool = False) -> int:
     return n
 
 
+def _synthetic(seed: int, noise: float, tell: bool, stall_every: int | None, gap: int | None, steps: int = 300):
+    """The detector alone on a synthetic run: 10-13 ms steps, a `noise` share of them 3.2-12x slow (a busy
+    machine), a 120-160 ms stall every `stall_every` steps; the steps a window touches (the first window's 2-6, a
+    window over `gap`..gap+4, each period window's five) are not shown to it, and told as hidden when `tell`.
+    Returns the first period ask (the step it was learned at, whether its due step is a stall) or (None, False)."""
+    import random
+    from haiprof.collectors.anomaly import AnomalyDetector
+    rnd, det = random.Random(seed), AnomalyDetector()
+    hidden = set(range(2, 7)) | (set(range(gap, gap + 5)) if gap is not None else set())
+    for step in range(steps):
+        if step in hidden:
+            if tell:
+                det.hidden(step)
+            continue
+        ms = 10 * (1 + rnd.random() * 0.3)
+        if rnd.random() < noise:
+            ms = 10 * rnd.uniform(3.2, 12)
+        if stall_every and step % stall_every == 0 and step:
+            ms = rnd.uniform(120, 160)
+        ask = det.observe(step, int(ms * 1e6))
+        if ask is not None and ask.period:
+            return ask.seen, bool(stall_every) and ask.due % stall_every == 0
+    return None, False
+
+
+def hidden(runs: int) -> None:
+    """Telling the detector which steps a window hid (collectors/anomaly.py `hidden`), against not telling it:
+    noise-only runs (how many ask for a window by a period that is not there), and a stall every 20 steps with a
+    window over the one at step 80 (when the period is learned, and whether the first window is due on a stall)."""
+    for noise in (0.03, 0.06, 0.10):
+        for tell in (False, True):
+            found = sum(1 for s in range(runs) if _synthetic(s, noise, tell, None, None)[0] is not None)
+            print(f"noise {noise:.2f}, no stall, hidden steps {'told' if tell else 'not told'}: "
+                  f"{found} of {runs} runs ask for a period window")
+    for noise in (0.0, 0.03, 0.06):
+        for tell in (False, True):
+            res = [_synthetic(s, noise, tell, 20, 76) for s in range(runs)]
+            learned = sorted(r[0] for r in res if r[0] is not None)
+            print(f"noise {noise:.2f}, a stall every 20 steps, step 80 hidden, {'told' if tell else 'not told'}: "
+                  f"{len(learned)} of {runs} learn a period, {sum(r[1] for r in res)} due on a stall, median step "
+                  f"learned {learned[len(learned) // 2] if learned else '-'}")
+
+
 def main() -> int:
     ap = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     sub = ap.add_subparsers(dest="what", required=True)
@@ -175,9 +222,13 @@ def main() -> int:
     h = sub.add_parser("hits")
     h.add_argument("--runs", type=int, default=10)
     h.add_argument("--clock", action="store_true", help="the checkpoint on a clock, the step time changing")
+    d = sub.add_parser("hidden")
+    d.add_argument("--runs", type=int, default=400)
     ns = ap.parse_args()
     if ns.what == "cost":
         cost(ns.steps, ns.reps)
+    elif ns.what == "hidden":
+        hidden(ns.runs)
     else:
         hits(ns.runs, ns.clock)
     return 0
