@@ -120,3 +120,38 @@ def test_a_resized_terminal_gets_its_rows_back(tmp_path):
     assert after.count(b"steps/s") <= 1, after
     assert b"\x1b[r" in after
     assert b"steps/s" not in after.split(b"\x1b[r", 1)[1]
+
+
+@pytest.mark.parametrize("unreadable", [1, 5])
+def test_a_terminal_size_that_cannot_be_read_once_is_no_resize(tmp_path, unreadable):
+    """A size read that fails (0 rows) skips that frame; the line steps aside only when it keeps failing (a
+    loaded machine's suite once read "24 -> 0 rows" and took it for a resize)."""
+    from haiprof.runtime.progress import UNSIZED, LiveStatus
+
+    master, slave = pty.openpty()
+    fcntl.ioctl(slave, termios.TIOCSWINSZ, struct.pack("HHHH", ROWS, COLS, 0, 0))
+    stream = os.fdopen(slave, "w")
+    stopped = []
+    live = LiveStatus(tmp_path / "phases.bin", stream, refresh_s=0.02, on_stop=lambda *a: stopped.append(a))
+    assert live._reserve()
+    real, reads = live._size, []
+
+    def size():
+        reads.append(1)
+        return (0, 0) if 1 <= len(reads) <= unreadable else real()
+
+    live._size = size
+    live._thread = __import__("threading").Thread(target=live._loop, daemon=True)
+    live._thread.start()
+    deadline = time.monotonic() + 10
+    got = b""
+    while time.monotonic() < deadline and len(reads) < unreadable + 4 and not stopped:
+        got += os.read(master, 65536) if __import__("select").select([master], [], [], 0.05)[0] else b""
+    live.stop()
+    stream.close()
+    os.close(master)
+    if unreadable < UNSIZED:
+        assert stopped == [] and len(reads) >= unreadable + 4, stopped
+        assert b"haiprof: " in got   # drawn again once the size reads
+    else:
+        assert stopped == [(True, "stepped aside: the terminal's size could not be read")]

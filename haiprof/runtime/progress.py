@@ -22,6 +22,7 @@ from haiprof.analyzers.step_columns import ALL_PHASES, CODE, Intervals, owned
 from ..phasestore import ChunkTail
 from ..rundir.vocabulary import BACKWARD_MARK, STEP_MARK
 REFRESH_S = 0.5
+UNSIZED = 3   # frames in a row without a readable terminal size before the line steps aside
 SAVE, RESTORE = "\x1b7", "\x1b8"   # DECSC / DECRC: cursor position and attributes
 
 
@@ -196,7 +197,8 @@ class LiveStatus:
     restores the cursor, so nothing the script's process tree writes can glue onto the status text, whatever
     writes it (print, os.write, a child process, a C library), and an input() prompt keeps its cursor while the
     script waits for the user. A terminal without a usable size, or one resized during the run (terminals reset
-    the region then), gets no status line from then on. `stop()` erases the row and gives the region back.
+    the region then), gets no status line from then on; a size read that fails skips a frame (UNSIZED in a row:
+    no line either). `stop()` erases the row and gives the region back.
     """
 
     MIN_ROWS = 4   # a smaller terminal keeps every row for the script
@@ -209,6 +211,7 @@ class LiveStatus:
         self._stop = threading.Event()
         self._thread: threading.Thread | None = None
         self._rows = 0                        # the terminal's height when the row was reserved; 0: not reserved
+        self._unsized = 0                     # frames in a row whose terminal size could not be read
         self._t0 = time.monotonic()
         self._prev_excepthook = sys.excepthook
         # Redraws and stop() take turns (reentrant: stop() from the excepthook while our thread draws).
@@ -299,10 +302,16 @@ class LiveStatus:
                     if not self._rows:
                         return
                     rows, cols = self._size()
+                    # A size that could not be read is no resize (a loaded machine's stressed suite saw one
+                    # "24 -> 0 rows" read): this frame is skipped; only UNSIZED in a row step aside.
+                    self._unsized = self._unsized + 1 if rows == 0 else 0
+                    if 0 < self._unsized < UNSIZED:
+                        continue
                     # A resized terminal has reset its region; the script's own tqdm bar wants the terminal:
                     # either way, step aside for the rest of the run.
                     if rows != self._rows or tqdm_bar_active():
-                        why = (f"stepped aside: the terminal was resized ({self._rows} -> {rows} rows)"
+                        why = ("stepped aside: the terminal's size could not be read" if rows == 0 else
+                               f"stepped aside: the terminal was resized ({self._rows} -> {rows} rows)"
                                if rows != self._rows else "stepped aside for the script's tqdm bar")
                         self._release()
                         self._stopped(True, why)
