@@ -220,30 +220,44 @@ def _checkpoint(path):
     time.sleep(0.05)   # and a wait (an upload, say): the stalled step stays the window's slowest on a busy machine
 
 
-def test_trace_requests_trace_the_due_stall_with_python_functions(tmp_path):
-    """A loop whose step clock says: a stall every 20 steps. The window lands on the due step and its trace
-    holds what that step really did (the checkpoint function, its fsync)."""
+def _stepped(tmp_path, steps: int, step_ms, size: int = 16, checkpoint=None):
+    """A real first window and TraceRequests with the flight recorder, stepped `steps` - 1 times (a small matmul
+    each) on a clock that advances step_ms(step) ms for step (0-based); `_checkpoint(checkpoint)` inside every
+    20th step when given (called from here: the trace's own function inside the step is _checkpoint itself).
+    Returns (records, the last status reason by name, the requests)."""
     import torch
     from haiprof.collectors.trace_requests import TraceRequests
     from haiprof.collectors.trace_window import TraceWindow
-    from haiprof.rundir.vocabulary import ANOMALY_MARK, WINDOW_MARK
 
     status, records = [], []
     clock = [0]
     first = TraceWindow(tmp_path, records.append, lambda *a: status.append(a), warmup_steps=2, active_steps=3)
     asked = TraceRequests(tmp_path, records.append, lambda *a: status.append(a), first,
                           anomaly=AnomalyDetector(), anomaly_windows=2, step_clock=lambda: clock[0])
-    x = torch.randn(32, 32)
-    for n in range(1, 120):
+    x = torch.randn(size, size)
+    for n in range(1, steps):
         step = n - 1   # the step now ending (0-based)
         x = torch.tanh(x @ x)
-        stall = step % 20 == 0 and step > 0
-        if stall:
-            _checkpoint(tmp_path / "ckpt.bin")
-        clock[0] += (150 if stall else 10) * MS
+        if checkpoint is not None and _every_20(step):
+            _checkpoint(checkpoint)
+        clock[0] += step_ms(step) * MS
         asked.on_step(n)
     first.close()
     asked.close()
+    return records, {name: reason for name, ok, reason in status}, asked
+
+
+def _every_20(step: int) -> bool:
+    return step % 20 == 0 and step > 0
+
+
+def test_trace_requests_trace_the_due_stall_with_python_functions(tmp_path):
+    """A loop whose step clock says: a stall every 20 steps. The window lands on the due step and its trace
+    holds what that step really did (the checkpoint function, its fsync)."""
+    from haiprof.rundir.vocabulary import ANOMALY_MARK, WINDOW_MARK
+
+    records, last, _ = _stepped(tmp_path, 120, lambda step: 150 if _every_20(step) else 10, size=32,
+                                checkpoint=tmp_path / "ckpt.bin")
     marks = [r for r in records if r[0] == ANOMALY_MARK]
     assert len(marks) == 1
     _, _, _, opened, steps, due, period, seen, period_ms = marks[0]
@@ -251,7 +265,6 @@ def test_trace_requests_trace_the_due_stall_with_python_functions(tmp_path):
     assert (due, period, seen, opened, steps, period_ms) == (100, 20, 80, 98, 3, 0)
     assert [r[3] for r in records if r[0] == WINDOW_MARK] == [98]
     assert (tmp_path / "trace-step98.json.gz").is_file()
-    last = {name: reason for name, ok, reason in status}
     assert "1 window(s) traced" in last["anomaly"]
     from haiprof.analysis.windows import read_events
     x = stall_trace.explain(read_events(tmp_path / "trace-step98.json.gz"), ())
@@ -302,32 +315,15 @@ def test_slow_stretches_before_the_period_leave_the_last_window_for_it(tmp_path)
     """A busy machine: two stretches of slow steps come before a 20-step stall's period is learned. The first is
     traced at once; the second finds only the budget's last window, kept for a stall that comes back, and the
     period's window lands on its due step."""
-    import torch
-    from haiprof.collectors.trace_requests import TraceRequests
-    from haiprof.collectors.trace_window import TraceWindow
     from haiprof.rundir.vocabulary import ANOMALY_MARK
 
-    status, records = [], []
-    clock = [0]
-    first = TraceWindow(tmp_path, records.append, lambda *a: status.append(a), warmup_steps=2, active_steps=3)
-    asked = TraceRequests(tmp_path, records.append, lambda *a: status.append(a), first,
-                          anomaly=AnomalyDetector(), anomaly_windows=2, step_clock=lambda: clock[0])
     # 6 slow steps in a row, 4x the median: two stretches, off the stall's grid and too small to share its period
     slow = set(range(25, 31)) | set(range(45, 51))
-    x = torch.randn(16, 16)
-    for n in range(1, 120):
-        step = n - 1
-        x = torch.tanh(x @ x)
-        stall = step % 20 == 0 and step > 0
-        clock[0] += (150 if stall else 40 if step in slow else 10) * MS
-        asked.on_step(n)
-    first.close()
-    asked.close()
+    records, last, asked = _stepped(tmp_path, 120, lambda step: 150 if _every_20(step) else 40 if step in slow else 10)
     marks = [r for r in records if r[0] == ANOMALY_MARK]
     # the first stretch traced (no due step), then the period's window on step 100, the middle of 99-101
     assert [(m[5], m[6]) for m in marks] == [(-1, 0), (100, 20)], marks
     assert asked.stretches_untraced == 1
-    last = {name: reason for name, ok, reason in status}
     assert "2 window(s) traced; 1 slow stretch(es) not traced" in last["anomaly"], last["anomaly"]
 
 
@@ -336,25 +332,9 @@ def test_a_slow_stretchs_window_over_a_checkpoint_does_not_delay_its_period(tmp_
     chain from 100 passes through that hidden place (100, 80, 60, 40, 20): the period is learned at 100 and the
     stall at 120 traced. Without it every chain across the gap broke, and the run's only period found was 40 (at
     140: 140, 100, 60, 20), traced at 180."""
-    import torch
-    from haiprof.collectors.trace_requests import TraceRequests
-    from haiprof.collectors.trace_window import TraceWindow
     from haiprof.rundir.vocabulary import ANOMALY_MARK, WINDOW_MARK
 
-    status, records = [], []
-    clock = [0]
-    first = TraceWindow(tmp_path, records.append, lambda *a: status.append(a), warmup_steps=2, active_steps=3)
-    asked = TraceRequests(tmp_path, records.append, lambda *a: status.append(a), first,
-                          anomaly=AnomalyDetector(), anomaly_windows=2, step_clock=lambda: clock[0])
-    x = torch.randn(16, 16)
-    for n in range(1, 200):
-        step = n - 1
-        x = torch.tanh(x @ x)
-        stall = step % 20 == 0 and step > 0
-        clock[0] += (150 if stall else 40 if 71 <= step <= 75 else 10) * MS
-        asked.on_step(n)
-    first.close()
-    asked.close()
+    records, _, _ = _stepped(tmp_path, 200, lambda step: 150 if _every_20(step) else 40 if 71 <= step <= 75 else 10)
     marks = [r for r in records if r[0] == ANOMALY_MARK]
     assert [(m[5], m[6], m[7]) for m in marks] == [(-1, 0, 75), (120, 20, 100)], marks
     assert [r[3] for r in records if r[0] == WINDOW_MARK] == [76, 118]
