@@ -32,8 +32,8 @@ Cost: O(1) per step and bounded memory: four fixed-size rings (RING step times, 
 and PACE step times), the median re-sorted every MEDIAN_EVERY steps (a sort of RING floats), the periods looked
 for only once a slow moment is over (ANOMALIES^3 comparisons at most; through the HIDDEN step ranges windows hid,
 ANOMALIES x 4 x their steps), and while a window waits for its due time a sort of RATE floats and a mean of PACE
-a step. Steps a tracing window touched are skipped: the profiler slows
-them (a period's chain may pass through them: one of four places, `hidden`).
+a step. Steps a tracing window touched are skipped: the profiler slows them (a period's chain may pass through
+them: one of four places, `hidden`).
 """
 from __future__ import annotations
 
