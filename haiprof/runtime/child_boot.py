@@ -3,7 +3,8 @@ start-up (runtime/boot/sitecustomize.py), then python runs the script itself.
 
 So the script is python's own `__main__`, at the bottom of the stack: a traceback, faulthandler's dump,
 traceback.print_stack and the recursion limit see what they see under python, and /proc/self/cmdline is
-`python SCRIPT ARGS`. `start` puts the collectors in place (session.Session) before the script's first line; the
+`python SCRIPT ARGS`. `start` readies the run before the script's first line and puts the collectors in place
+(session.Session) when the script's own `import torch` has loaded torch (runtime/torch_import.py says why); the
 run's end is an atexit handler, which python calls after the script's own ones and after its threads are
 joined, before the process ends. The exit status is the launching process's to read: it writes the report.
 
@@ -46,8 +47,9 @@ class Terminated(SystemExit):
 
 
 class _Child:
-    def __init__(self, session, run_dir, opts):
-        self.session, self.run_dir, self.opts = session, run_dir, opts
+    def __init__(self, run_dir, opts, fix_plan=None):
+        self.session, self.run_dir, self.opts, self.fix_plan = None, run_dir, opts, fix_plan
+        self.folder = None         # the script's folder, first on its sys.path (its modules shadow the standard ones)
         self.pid = os.getpid()
         self.signum = None         # the terminating signal our handler turned into Terminated
         self.error = None          # the uncaught exception, one line (our excepthook saw it)
@@ -56,6 +58,42 @@ class _Child:
         self.end_fd = (-1, None)   # the pipe to the launching process, and what it was (errors.fd_identity)
         self.script_over = False   # the main module has ended: python is joining the script's threads
         self.late = None           # a SIGTERM/SIGHUP while the data is written: noted, then the end by it
+
+    # -- the recorder, once the script has loaded torch ---------------------------------------------------------
+    def begin(self) -> None:
+        """Start the session: called at the end of the script's `import torch` (or at start-up, where torch was
+        loaded before the script). haiprof's own imports here see python's standard modules, not the script's
+        folder; the ones it loaded that the folder shadows leave the cache again for the script (shadowing.py)."""
+        if self.session is not None or os.getpid() != self.pid:   # once; never in a child the script forked
+            return
+        from . import shadowing
+        from .conditions import setup_conditions
+        from .session import Session
+        path = sys.path[:]
+        if self.folder is not None:
+            sys.path[:] = [p for p in path if os.path.realpath(p or os.curdir) != self.folder]
+        try:
+            import torch
+            meta = self.run_dir.read_meta()
+            extra = {"torch": torch.__version__}
+            if not meta.get("conditions", {}).get("torch_threads"):   # measured here, with the script's settings
+                extra["conditions"] = setup_conditions(meta)
+            self.run_dir.update_meta(**extra)
+            session = Session(self.run_dir, self.opts, self.fix_plan)
+            session.start()
+            self.session = session
+        except Exception as e:
+            say(f"haiprof: the recorder could not start in {self.run_dir.path} ({type(e).__name__}: {e}); the script "
+                f"runs unprofiled")
+            try:
+                self.run_dir.record_status("phases", False, f"the recorder could not start: {type(e).__name__}: {e}")
+            except OSError:
+                pass
+        finally:
+            sys.path[:] = path
+            if self.folder is not None:
+                for name, module in shadowing.evict_shadowed(self.folder).items():
+                    self.shadowed.setdefault(name, module)
 
     # -- signals --------------------------------------------------------------------------------------
     def on_signal(self, signum, frame):
@@ -110,7 +148,7 @@ class _Child:
                 sigint = signal.signal(signal.SIGINT, lambda signum, frame: None)
         except (ValueError, OSError):
             pass
-        limit = getattr(self.session.recorder, "limit_hit_ns", None) is not None
+        limit = getattr(getattr(self.session, "recorder", None), "limit_hit_ns", None) is not None
         last = getattr(sys, "last_value", None)
         if self.signum is not None:
             how = signal.Signals(self.signum).name.lower()
@@ -124,9 +162,13 @@ class _Child:
         if self.signum is not None:
             error = signal.Signals(self.signum).name
         try:
-            self.session.end(None, how=how, error=error)
-            self.tell(how=how, error=error, end_time=time.time(),
-                      unwritten=list(self.session.unwritten.failed) or None)
+            if self.session is not None:
+                self.session.end(None, how=how, error=error)
+                unwritten = list(self.session.unwritten.failed) or None
+            else:
+                self.end_unrecorded(how, error)
+                unwritten = None
+            self.tell(how=how, error=error, end_time=time.time(), unwritten=unwritten)
             self.measure_peak()
         except Exception as e:   # ours: said, the script's exit status stays its own
             say(f"haiprof: could not finish recording in {self.run_dir.path}: {type(e).__name__}: {e}")
@@ -137,6 +179,13 @@ class _Child:
             from .session import die_of
             die_of(signum)
 
+
+    def end_unrecorded(self, how: str, error: str | None) -> None:
+        """The end of a run whose recorder never started: the script never imported torch (or the start failed,
+        said then)."""
+        if "torch" not in sys.modules:
+            self.run_dir.record_status("phases", False, "the script never imported torch: no training step to record")
+        self.run_dir.update_meta(end_time=time.time(), end_monotonic_ns=time.monotonic_ns(), how=how, error=error)
 
     def tell(self, **record) -> None:
         """How the run ended, on the pipe to the launching process: it reads this even when the disk is full (a
@@ -183,18 +232,11 @@ def start(boot_path: str) -> None:
         say(f"haiprof: the recorder could not start ({boot_path}: {e}); the script runs unprofiled")
         return
     from ..rundir import RunDir
-    from .conditions import setup_conditions
-    from .session import Session
     run_dir, opts = RunDir(boot["run_dir"]), boot["opts"]
     try:
-        import torch
-        meta = run_dir.read_meta()
-        extra = {STARTED_KEY: os.getpid(), "torch": torch.__version__}
-        if not meta.get("conditions", {}).get("torch_threads"):   # measured here, in the script's process
-            extra["conditions"] = setup_conditions(meta)
-        run_dir.update_meta(**extra)
-        session = Session(run_dir, opts, boot.get("fix_plan"))
-        session.start()
+        from . import conditions, session  # noqa: F401  what begin() needs, before the script's folder counts
+        session.preload()
+        run_dir.update_meta(**{STARTED_KEY: os.getpid()})
     except Exception as e:
         say(f"haiprof: the recorder could not start in {run_dir.path} ({type(e).__name__}: {e}); the script runs "
             f"unprofiled")
@@ -203,7 +245,7 @@ def start(boot_path: str) -> None:
         except OSError:
             pass
         return
-    child = _child = _Child(session, run_dir, opts)
+    child = _child = _Child(run_dir, opts, boot.get("fix_plan"))
     child.end_fd = end_fd
     for signum in _TERMINATING:
         if signal.getsignal(signum) != signal.SIG_IGN:   # one the parent set to be ignored (nohup) stays so
@@ -225,8 +267,14 @@ def start(boot_path: str) -> None:
     except (AttributeError, RuntimeError):
         pass
     import ctypes, json, zipfile  # noqa: F401,E401  what our hooks import later: before the script's folder counts
-    from . import launcher, shadowing  # noqa: F401
-    child.shadowed = _evict_shadowed(opts)   # last: an import of ours after it would cache the standard one again
+    from . import launcher, shadowing, torch_import  # noqa: F401
+    if "torch" in sys.modules:   # loaded before the script (a site's sitecustomize): the recorder starts now
+        child.begin()
+    else:
+        torch_import.AfterTorchImport.install(child.begin)
+    child.folder = _script_folder(opts)
+    child.shadowed.update(shadowing.evict_shadowed(child.folder))   # an import of ours after it would cache the
+    # standard one again: begin() hides the folder while it imports
 
 
 def _end_pipe() -> tuple:
@@ -254,15 +302,15 @@ def _exit_before_static_destructors() -> None:
         pass
 
 
-def _evict_shadowed(opts) -> dict:
-    """The standard modules haiprof and torch imported that a file beside the target shadows: out of the cache
-    while the script runs (shadowing.py); python puts that folder first on sys.path after this hook."""
-    from . import launcher, shadowing
+def _script_folder(opts) -> str:
+    """The folder python puts first on the script's sys.path after this hook: the standard modules haiprof
+    imported that a file there shadows leave the cache while the script runs (shadowing.py)."""
+    from . import launcher
     if opts.module:
         folder = os.getcwd()
     elif os.path.isfile(opts.script) and not launcher._is_zipapp(opts.script):
         folder = os.path.dirname(os.path.realpath(opts.script))
     else:
         folder = os.path.abspath(opts.script)
-    return shadowing.evict_shadowed(folder)
+    return os.path.realpath(folder)
 

@@ -60,6 +60,16 @@ def _install(run_dir: RunDir, name: str, collector) -> bool:
         return False
 
 
+def preload() -> None:
+    """The modules Session.start imports, none of which loads torch: imported before the script's folder is on
+    sys.path (child_boot starts the session later, at the script's own `import torch`), so a json.py or random.py
+    beside the script is never haiprof's."""
+    from haiprof.collectors import (anomaly, ddp_comm, job_share, phases, sharded_comm,  # noqa: F401
+                                    trace_requests, trace_window)
+
+    from . import fixrun, sidecar  # noqa: F401
+
+
 class Session:
     """The collectors around one run of the script, in the process that runs it: `start()` before the script,
     `end(outcome)` after it, whichever way it ended. `haiprof run` starts it in the script's own python (the
