@@ -257,13 +257,12 @@ def _script_uses(meta: dict, records) -> dict:
 def launch_analysis(run: Run) -> dict | None:
     """Launch-bound statistics and findings from the run's trace (None without one; an unreadable trace is a
     reason, never a failed report)."""
-    from haiprof.analyzers import launch
-
     from haiprof.analyzers.kineto_reader import TraceError
 
     data, path = run.trace(), run.trace_path()
     if data is None:
         return None
+    from haiprof.analyzers import launch   # pandas: only for a run with a trace
     if isinstance(data, TraceError):
         return {"trace": path.name, "error": str(data), "findings": []}
     try:

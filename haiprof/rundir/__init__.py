@@ -22,16 +22,18 @@ import json
 import os
 import time
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from ..errors import say
-from ..phasestore import PhaseColumns, read_chunks, read_columns
 from .appenders import ChunkAppender, JsonlAppender  # noqa: F401  (re-exported: importers use haiprof.rundir)
 from .files import (META_TYPES, clean_meta, clean_samples, iter_records, phase_record_ok,  # noqa: F401 (re-exported)
                     read_jsonl, write_json_atomic)
 from .vocabulary import (ALL_PHASES, BACKWARD_MARK, GATHER_FILE, META, PHASES, PHASES_BIN,  # noqa: F401 (re-exported)
                          PHASES_FILE, REPORT, SAMPLES_DIR, STATUS_FILE, STEP_MARK, STEPS_FILE, SUMMARY, TRACE_FILE)
 from . import liveness
+
+if TYPE_CHECKING:   # numpy, loaded where phases are read: not in the sampler process or before the script starts
+    from ..phasestore import PhaseColumns
 
 SCHEMA_VERSION = 1
 MAX_SAMPLES = 20_000   # per collector, read back (read_samples): about 3 hours at the default interval
@@ -214,6 +216,7 @@ class RunDir:
 
     def read_phase_records(self) -> list:
         """phases.bin (runs since the chunked store) and phases.jsonl (older runs, `haiprof analyze`)."""
+        from ..phasestore import read_chunks
         chunked, skipped = read_chunks(self.path / PHASES_BIN)
         self._say_skipped(skipped)
         good = []
@@ -227,6 +230,7 @@ class RunDir:
     def read_phase_columns(self) -> PhaseColumns:
         """read_phase_records as numpy columns (haiprof/phasestore.py), the malformed records left out with the
         same warnings: what the analysis of a long run reads."""
+        from ..phasestore import PhaseColumns, read_columns
         cols, skipped = read_columns(self.path / PHASES_BIN)
         self._say_skipped(skipped)
         odd = [(at, r) for at, r in cols.odd if phase_record_ok(r)]

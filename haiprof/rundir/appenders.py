@@ -22,7 +22,6 @@ from pathlib import Path
 from typing import Any, Callable
 
 from ..errors import fd_identity, fd_kept_high
-from ..phasestore import encode_chunk
 
 
 class OwnedFd:
@@ -268,6 +267,7 @@ class ChunkAppender(JsonlAppender):
             want //= 2
 
     def _write(self, records: list) -> None:
+        from ..phasestore import encode_chunk   # numpy: loaded by then (torch loads it; Session.start imports this)
         self._file.append(encode_chunk(records))   # a failed write leaves phases.bin on a whole chunk (OwnedFd)
         try:
             self._reserve()

@@ -47,8 +47,9 @@ class Terminated(SystemExit):
 
 
 class _Child:
-    def __init__(self, run_dir, opts, fix_plan=None):
-        self.session, self.run_dir, self.opts, self.fix_plan = None, run_dir, opts, fix_plan
+    def __init__(self, ready, run_dir, opts):
+        self.ready = ready         # the session, its sampler running from start-up, its collectors not yet
+        self.session, self.run_dir, self.opts = None, run_dir, opts   # the session once its collectors started
         self.folder = None         # the script's folder, first on its sys.path (its modules shadow the standard ones)
         self.pid = os.getpid()
         self.signum = None         # the terminating signal our handler turned into Terminated
@@ -68,7 +69,6 @@ class _Child:
             return
         from . import shadowing
         from .conditions import setup_conditions
-        from .session import Session
         path = sys.path[:]
         if self.folder is not None:
             sys.path[:] = [p for p in path if os.path.realpath(p or os.curdir) != self.folder]
@@ -79,9 +79,8 @@ class _Child:
             if not meta.get("conditions", {}).get("torch_threads"):   # measured here, with the script's settings
                 extra["conditions"] = setup_conditions(meta)
             self.run_dir.update_meta(**extra)
-            session = Session(self.run_dir, self.opts, self.fix_plan)
-            session.start()
-            self.session = session
+            self.ready.start()
+            self.session = self.ready
         except Exception as e:
             say(f"haiprof: the recorder could not start in {self.run_dir.path} ({type(e).__name__}: {e}); the script "
                 f"runs unprofiled")
@@ -183,6 +182,7 @@ class _Child:
     def end_unrecorded(self, how: str, error: str | None) -> None:
         """The end of a run whose recorder never started: the script never imported torch (or the start failed,
         said then)."""
+        self.ready.stop_sampler()
         if "torch" not in sys.modules:
             self.run_dir.record_status("phases", False, "the script never imported torch: no training step to record")
         self.run_dir.update_meta(end_time=time.time(), end_monotonic_ns=time.monotonic_ns(), how=how, error=error)
@@ -237,6 +237,8 @@ def start(boot_path: str) -> None:
         from . import conditions, session  # noqa: F401  what begin() needs, before the script's folder counts
         session.preload()
         run_dir.update_meta(**{STARTED_KEY: os.getpid()})
+        ready = session.Session(run_dir, opts, boot.get("fix_plan"))
+        ready.start_sampler()   # the machine from the script's first line, whether or not it ever loads torch
     except Exception as e:
         say(f"haiprof: the recorder could not start in {run_dir.path} ({type(e).__name__}: {e}); the script runs "
             f"unprofiled")
@@ -245,7 +247,7 @@ def start(boot_path: str) -> None:
         except OSError:
             pass
         return
-    child = _child = _Child(run_dir, opts, boot.get("fix_plan"))
+    child = _child = _Child(ready, run_dir, opts)
     child.end_fd = end_fd
     for signum in _TERMINATING:
         if signal.getsignal(signum) != signal.SIG_IGN:   # one the parent set to be ignored (nohup) stays so

@@ -15,12 +15,7 @@ import sys
 import threading
 import time
 
-import numpy as np
-
-from haiprof.analyzers.step_columns import ALL_PHASES, CODE, Intervals, owned
-
-from ..phasestore import ChunkTail
-from ..rundir.vocabulary import BACKWARD_MARK, STEP_MARK
+from ..rundir.vocabulary import ALL_PHASES, BACKWARD_MARK, STEP_MARK
 REFRESH_S = 0.5
 UNSIZED = 3   # frames in a row without a readable terminal size before the line steps aside
 SAVE, RESTORE = "\x1b7", "\x1b8"   # DECSC / DECRC: cursor position and attributes
@@ -93,7 +88,8 @@ class PhaseTail:
 
     def poll(self) -> None:
         if str(self.path).endswith(".bin"):
-            if self._chunks is None:
+            if self._chunks is None:   # numpy, imported on the status line's own thread: torch has loaded it by
+                from ..phasestore import ChunkTail   # the first step (never before the script: runtime/torch_import.py)
                 self._chunks = ChunkTail(self.path)
             self._poll_chunks()
             return
@@ -154,6 +150,8 @@ class PhaseTail:
                 windows.append((self._edge, b))   # the first step seen is skipped: warm-up, as in the report
             self._edge = b if self._edge is None else max(self._edge, b)
         if windows:
+            import numpy as np
+            from haiprof.analyzers.step_columns import CODE, Intervals, owned
             known = [iv for iv in todo if iv[0] in CODE and iv[2] > iv[1]]
             ivs = Intervals(np.array([CODE[p] for p, _, _ in known], dtype=np.int8),
                             np.array([s for _, s, _ in known], dtype=np.int64),

@@ -85,6 +85,18 @@ class Session:
         self.recorder = None
         self.wait = None
         self.ended = False
+        self.sidecar = None   # started ahead by start_sampler (the script's python: from its first line)
+
+    def start_sampler(self) -> None:
+        """The side sampler alone, before the collectors (child_boot: at start-up, while start() waits for the
+        script's `import torch`); start() takes it over, stop_sampler() stops it where start() never ran."""
+        from . import fixrun
+        snapshot_s = 0.0 if os.environ.get(fixrun.DIAGNOSIS_ENV) == "1" else self.opts.snapshot_every_min * 60
+        self.sidecar = start_sidecar(self.run_dir, self.opts.sample_interval_s, snapshot_s)
+
+    def stop_sampler(self) -> None:
+        sidecar, self.sidecar = self.sidecar, None
+        stop_sidecar(sidecar)
 
     def start(self, sampler: bool = True) -> None:
         """`sampler=False`: the in-process parts only (benchmarks/component_cost.py measures them apart)."""
@@ -99,15 +111,15 @@ class Session:
         from . import fixrun
 
         run_dir, opts = self.run_dir, self.opts
-        # no snapshots for --fix auto's short diagnosis pass
-        snapshot_s = 0.0 if os.environ.get(fixrun.DIAGNOSIS_ENV) == "1" else opts.snapshot_every_min * 60
         self.unwritten = unwritten = Unwritten(run_dir)   # a full disk: the script's exit stays its own (see there)
         hooks_ok = False
         # The run's end is one sequence, whichever way the run ends (the script's end, or stop_here below): each
         # thing started pushes its undo here, so the undos run in the reverse order of these pushes, and a failure
         # while starting undoes what had been started.
         with contextlib.ExitStack() as starting:
-            sidecar = start_sidecar(run_dir, opts.sample_interval_s, snapshot_s) if sampler else None
+            if sampler and self.sidecar is None:
+                self.start_sampler()
+            sidecar, self.sidecar = self.sidecar, None   # ours to stop from here, with the rest
             starting.callback(stop_sidecar, sidecar)
             appender = run_dir.phase_appender().start()
             self.recorder = recorder = PhaseRecorder(appender.append, max_steps=opts.steps)
