@@ -178,7 +178,6 @@ class _Child:
             from .session import die_of
             die_of(signum)
 
-
     def end_unrecorded(self, how: str, error: str | None) -> None:
         """The end of a run whose recorder never started: the script never imported torch (or the start failed,
         said then)."""
