@@ -67,32 +67,10 @@ class _Child:
         folder; the ones it loaded that the folder shadows leave the cache again for the script (shadowing.py)."""
         if self.session is not None or os.getpid() != self.pid:   # once; never in a child the script forked
             return
-        from . import shadowing
-        from .conditions import setup_conditions
-        path = sys.path[:]
-        if self.folder is not None:
-            sys.path[:] = [p for p in path if os.path.realpath(p or os.curdir) != self.folder]
-        try:
-            import torch
-            meta = self.run_dir.read_meta()
-            extra = {"torch": torch.__version__}
-            if not meta.get("conditions", {}).get("torch_threads"):   # measured here, with the script's settings
-                extra["conditions"] = setup_conditions(meta)
-            self.run_dir.update_meta(**extra)
-            self.ready.start()
-            self.session = self.ready
-        except Exception as e:
-            say(f"haiprof: the recorder could not start in {self.run_dir.path} ({type(e).__name__}: {e}); the script "
-                f"runs unprofiled")
-            try:
-                self.run_dir.record_status("phases", False, f"the recorder could not start: {type(e).__name__}: {e}")
-            except OSError:
-                pass
-        finally:
-            sys.path[:] = path
-            if self.folder is not None:
-                for name, module in shadowing.evict_shadowed(self.folder).items():
-                    self.shadowed.setdefault(name, module)
+        from . import session, shadowing
+        with shadowing.folder_hidden(self.folder, self.shadowed):
+            if session.start_collectors(self.ready):
+                self.session = self.ready
 
     # -- signals --------------------------------------------------------------------------------------
     def on_signal(self, signum, frame):
@@ -161,13 +139,8 @@ class _Child:
         if self.signum is not None:
             error = signal.Signals(self.signum).name
         try:
-            if self.session is not None:
-                self.session.end(None, how=how, error=error)
-                unwritten = list(self.session.unwritten.failed) or None
-            else:
-                self.end_unrecorded(how, error)
-                unwritten = None
-            self.tell(how=how, error=error, end_time=time.time(), unwritten=unwritten)
+            self.ready.end(None, how=how, error=error)   # also where the collectors never started
+            self.tell(how=how, error=error, end_time=time.time(), unwritten=list(self.ready.unwritten.failed) or None)
             self.measure_peak()
         except Exception as e:   # ours: said, the script's exit status stays its own
             say(f"haiprof: could not finish recording in {self.run_dir.path}: {type(e).__name__}: {e}")
@@ -177,14 +150,6 @@ class _Child:
         if signum:
             from .session import die_of
             die_of(signum)
-
-    def end_unrecorded(self, how: str, error: str | None) -> None:
-        """The end of a run whose recorder never started: the script never imported torch (or the start failed,
-        said then)."""
-        self.ready.stop_sampler()
-        if "torch" not in sys.modules:
-            self.run_dir.record_status("phases", False, "the script never imported torch: no training step to record")
-        self.run_dir.update_meta(end_time=time.time(), end_monotonic_ns=time.monotonic_ns(), how=how, error=error)
 
     def tell(self, **record) -> None:
         """How the run ended, on the pipe to the launching process: it reads this even when the disk is full (a

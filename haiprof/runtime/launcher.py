@@ -327,18 +327,26 @@ def run(script: str | None, args: list[str], module: str | None = None,
             sys.path[0] = saved_path0
         shadowing.restore(_shadowed)
         _shadowed.clear()
+        _folder.clear()
     if late["signum"] is not None and outcome.reraise_signal is None:
         outcome.reraise_signal = late["signum"]
     return outcome
 
 
 _shadowed: dict = {}   # the standard modules a module of the user's shadows, out of the cache while it runs
+_folder: list = []     # the target's folder, first on sys.path while it runs
 
 
 def _set_path0(folder: str) -> None:
     """sys.path[0] as python gives it to the target, and the user's modules there first, as under python."""
     sys.path[0] = folder
+    _folder[:] = [folder]
     _shadowed.update(shadowing.evict_shadowed(folder))
+
+
+def target_folder_hidden():
+    """haiprof's own imports while the target runs (shadowing.folder_hidden)."""
+    return shadowing.folder_hidden(_folder[0] if _folder else None, _shadowed)
 
 
 def _run_target(script, args, module, step_limit_exc) -> Outcome:

@@ -85,11 +85,12 @@ class Session:
         self.recorder = None
         self.wait = None
         self.ended = False
-        self.sidecar = None   # started ahead by start_sampler (the script's python: from its first line)
+        self.sidecar = None   # started ahead by start_sampler (from the script's first line)
+        self.unwritten = Unwritten(run_dir)   # a full disk: the script's exit stays its own (see there)
 
     def start_sampler(self) -> None:
-        """The side sampler alone, before the collectors (child_boot: at start-up, while start() waits for the
-        script's `import torch`); start() takes it over, stop_sampler() stops it where start() never ran."""
+        """The side sampler alone, before the collectors (while start() waits for the script's `import torch`:
+        runtime/torch_import.py); start() takes it over, end() stops it where start() never ran."""
         from . import fixrun
         snapshot_s = 0.0 if os.environ.get(fixrun.DIAGNOSIS_ENV) == "1" else self.opts.snapshot_every_min * 60
         self.sidecar = start_sidecar(self.run_dir, self.opts.sample_interval_s, snapshot_s)
@@ -111,7 +112,7 @@ class Session:
         from . import fixrun
 
         run_dir, opts = self.run_dir, self.opts
-        self.unwritten = unwritten = Unwritten(run_dir)   # a full disk: the script's exit stays its own (see there)
+        unwritten = self.unwritten
         hooks_ok = False
         # The run's end is one sequence, whichever way the run ends (the script's end, or stop_here below): each
         # thing started pushes its undo here, so the undos run in the reverse order of these pushes, and a failure
@@ -176,12 +177,18 @@ class Session:
         if self.ended:
             return
         self.ended = True
-        self.teardown.close()
+        if self.teardown is not None:
+            self.teardown.close()
+        self.stop_sampler()   # started ahead and never taken over: the script never loaded torch
+        if self.recorder is None and "torch" not in sys.modules:
+            self.unwritten.attempt("status.jsonl", lambda: self.run_dir.record_status(
+                "phases", False, "the script never imported torch: no training step to record"))
         # what the script already does, however the run ends: the advice leaves those fixes out (--fix auto's
         # diagnosis pass ends through stop_here too)
         fields = dict(end_time=time.time(), end_monotonic_ns=time.monotonic_ns(), steps_limit=self.opts.steps, **how,
                       cpu_wait_share=self.wait.share() if self.wait is not None else None,
-                      script_uses=dict(self.recorder.script_uses), **_torch_math())
+                      script_uses=dict(self.recorder.script_uses) if self.recorder is not None else {},
+                      **_torch_math())
         if outcome_ is not None:   # None: the process that waits for this one writes them (runtime/child_run.py)
             fields.update(exit_code=outcome_.exit_code, how=outcome_.how, error=outcome_.error)
         if self.unwritten.failed:   # said here (Unwritten.say): the launching process then leaves the report
@@ -210,7 +217,35 @@ class Session:
         os._exit(0)
 
 
-def profile_target(run_dir: RunDir, opts: RunOptions, on_exit: Callable, fix_plan=None) -> int:
+def start_collectors(session: Session, before: tuple = ()) -> bool:
+    """session.start() once torch is loaded (runtime/torch_import.py), torch's version and the set-up conditions
+    (its threads, as the script set them) into meta.json first, then each of `before`; a failure is said and
+    recorded, never raised into the script's import: the script runs on, unprofiled."""
+    run_dir = session.run_dir
+    try:
+        import torch
+
+        from .conditions import setup_conditions
+        meta = run_dir.read_meta()
+        extra = {"torch": torch.__version__}
+        if not meta.get("conditions", {}).get("torch_threads"):
+            extra["conditions"] = setup_conditions(meta)
+        run_dir.update_meta(**extra)
+        for call in before:
+            call()
+        session.start()
+        return True
+    except Exception as e:
+        _say(f"haiprof: the recorder could not start in {run_dir.path} ({type(e).__name__}: {e}); the script runs "
+             f"unprofiled")
+        try:
+            run_dir.record_status("phases", False, f"the recorder could not start: {type(e).__name__}: {e}")
+        except OSError:
+            pass
+        return False
+
+
+def profile_target(run_dir: RunDir, opts: RunOptions, on_exit: Callable, fix_plan=None, at_torch: tuple = ()) -> int:
     """Run opts' target in this process under every in-process collector and the side sampler, then
     `on_exit(run_dir, outcome)`: each rank of a distributed job (runtime/worker.py).
 
@@ -219,10 +254,23 @@ def profile_target(run_dir: RunDir, opts: RunOptions, on_exit: Callable, fix_pla
     """
     from haiprof.collectors.phases import StepLimitReached
 
+    from .torch_import import AfterTorchImport
+
     session = Session(run_dir, opts, fix_plan, on_exit)
-    session.start()
-    outcome = None
     owner_pid = os.getpid()
+
+    def begin() -> None:   # at the script's `import torch` (each of at_torch first), never in a child it forked
+        if os.getpid() == owner_pid and session.recorder is None:
+            with launcher.target_folder_hidden():
+                start_collectors(session, at_torch)
+
+    watch = None
+    if "torch" in sys.modules:
+        begin()
+    else:
+        session.start_sampler()
+        watch = AfterTorchImport.install(begin)
+    outcome = None
     term = SigtermDeferred()
     try:
         outcome = launcher.run(opts.script, opts.args, opts.module, step_limit_exc=StepLimitReached,
@@ -230,6 +278,8 @@ def profile_target(run_dir: RunDir, opts: RunOptions, on_exit: Callable, fix_pla
     finally:
         if os.getpid() != owner_pid:   # a child the script forked ended here: it must not finalize our run
             exit_forked_child(outcome)
+        if watch is not None:
+            watch.remove()   # the script never imported torch: haiprof's report may (a rank's digest)
         with finishing_report(run_dir) as finishing:
             with term:   # until the data is on disk a SIGTERM is only noted (see SigtermDeferred)
                 if outcome is None:  # we are being torn down by something we did not catch

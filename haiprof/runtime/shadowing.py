@@ -13,6 +13,7 @@ keeps them.
 """
 from __future__ import annotations
 
+import contextlib
 import importlib.machinery
 import os
 import sys
@@ -45,6 +46,24 @@ def evict_shadowed(folder: str) -> dict:
         for key in [k for k in sys.modules if k == name or k.startswith(name + ".")]:
             taken[key] = sys.modules.pop(key)
     return taken
+
+
+@contextlib.contextmanager
+def folder_hidden(folder: str | None, taken: dict):
+    """haiprof's own imports while the script runs (at its `import torch`: runtime/torch_import.py) with `folder`
+    off sys.path, so they get the standard modules; after, the standard ones they cached that the folder shadows
+    leave the cache again, into `taken` (restored at the end)."""
+    path = sys.path[:]
+    real = os.path.realpath(folder) if folder else None
+    if real is not None:
+        sys.path[:] = [p for p in path if os.path.realpath(p or os.curdir) != real]
+    try:
+        yield
+    finally:
+        sys.path[:] = path
+        if real is not None:
+            for name, module in evict_shadowed(real).items():
+                taken.setdefault(name, module)
 
 
 def restore(taken: dict) -> None:

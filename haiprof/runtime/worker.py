@@ -96,14 +96,22 @@ def main(argv: list[str]) -> int:
     gather = RankGather(run_root, rank, world)
     if world > 1:   # the flight recorder's windows: one rank's stall traced on every rank (collectors/job_share.py)
         ropts.job_store = lambda: (_store_client(gather), gather.prefix, rank)
-    meta = run_setup.collect_meta(ropts, target_name, run_dir)
+    # torch is the script's to load (runtime/torch_import.py): its version and the set-up conditions are added
+    # at the script's `import torch`, rank 0's token published on the job's store then (its client loads torch)
+    meta = run_setup.collect_meta(ropts, target_name, run_dir, measure_torch=False)
     meta.update(info, distributed_rank=True, gather_token=gather.token)
     run_dir.write_meta(meta)
-    gather.start()
-    if gather.reason:
-        run_dir.record_status("gather", False, gather.reason)
+    gathering = []
+
+    def start_gather() -> None:
+        if not gathering:
+            gathering.append(True)
+            gather.start()
+            if gather.reason:
+                run_dir.record_status("gather", False, gather.reason)
 
     def on_exit(run_dir: RunDir, outcome) -> None:
+        start_gather()   # where the script never loaded torch
         # reraise_signal, not how: a SIGTERM noted while the data was being written counts as well
         _finish_rank(run_dir, gather, rank, world,
                      terminating=outcome.reraise_signal in (signal.SIGTERM, signal.SIGHUP))
@@ -112,10 +120,17 @@ def main(argv: list[str]) -> int:
     if ropts.fix:   # named fixes only: `auto` is refused before launch (distributed.rewrite)
         from . import fixrun
         # the same rank of the earlier jobs in the output directory is the baseline; its set-up conditions too
-        fix_plan = fixrun.plan(ropts, run_dir.path, target_name, fixrun.target_key(meta), meta.get("conditions"),
-                               job_rank=True)
+        fix_plan = fixrun.plan(ropts, run_dir.path, target_name, fixrun.target_key(meta),
+                               lambda: _conditions_now(meta), job_rank=True)
         run_dir.update_meta(fixes_requested=fixrun.format_requested(fix_plan), fix_source=fix_plan.source)
-    return session.profile_target(run_dir, ropts, on_exit, fix_plan)
+    return session.profile_target(run_dir, ropts, on_exit, fix_plan, at_torch=(start_gather,))
+
+
+def _conditions_now(meta: dict) -> dict:
+    """This rank's set-up conditions, for a --fix baseline to be checked against: measured (torch loaded) only
+    where there is a baseline to check."""
+    from .conditions import setup_conditions
+    return setup_conditions(meta)
 
 
 def _store_client(gather: RankGather):
