@@ -20,12 +20,9 @@ from haiprof.runtime import distributed, worker
 pytestmark = pytest.mark.timeout(240)
 TORCHRUN = os.path.join(os.path.dirname(sys.executable), "torchrun")
 
-TRAIN = """\
-import json, os, random, sys
-import torch
-import torch.distributed as dist
+# Five DDP steps on gloo, torch and torch.distributed as `dist` imported before (test_torch_loaded_by_the_script too).
+DDP_FIVE_STEPS = """\
 from torch.nn.parallel import DistributedDataParallel
-import mylib
 dist.init_process_group("gloo")
 model = DistributedDataParallel(torch.nn.Linear(4, 1))
 opt = torch.optim.SGD(model.parameters(), lr=0.1)
@@ -34,6 +31,14 @@ for _ in range(5):
     model(torch.randn(8, 4)).sum().backward()
     opt.step()
 dist.destroy_process_group()
+"""
+
+TRAIN = """\
+import json, os, random, sys
+import torch
+import torch.distributed as dist
+import mylib
+""" + DDP_FIVE_STEPS + """\
 line = json.dumps({"rank": int(os.environ["RANK"]), "mylib": mylib.VALUE, "path": sys.path, "argv": sys.argv,
                    "stdlib_random": hasattr(random, "Random")})
 sys.stdout.write(f"RANK {line}\\n")   # one write: under -u print's pieces of two ranks interleave

@@ -139,30 +139,14 @@ def test_an_error_in_the_call_never_fails_the_import(tmp_path, monkeypatch):
         sys.modules.pop("fakepkg_err", None)
 
 
-RANK_SCRIPT = """\
-import os
-os.environ["OMP_NUM_THREADS"] = "2"   # torchrun has set 1 for each rank: the script asks otherwise
-import sys
-import torch
-import torch.distributed as dist
-from torch.nn.parallel import DistributedDataParallel
-dist.init_process_group("gloo")
-model = DistributedDataParallel(torch.nn.Linear(4, 1))
-opt = torch.optim.SGD(model.parameters(), lr=0.1)
-for _ in range(5):
-    opt.zero_grad()
-    model(torch.randn(8, 4)).sum().backward()
-    opt.step()
-dist.destroy_process_group()
-sys.stdout.write(f"RANK {os.environ['RANK']} threads {torch.get_num_threads()}\\n")
-sys.stdout.flush()
-"""
-
-
 def test_each_rank_gets_the_thread_settings_its_script_made_as_under_torchrun(tmp_path):
-    from test_rank_isolation import TORCHRUN, _assert_profiled, _run
+    from test_rank_isolation import DDP_FIVE_STEPS, TORCHRUN, _assert_profiled, _run
     script = tmp_path / "train.py"
-    script.write_text(RANK_SCRIPT)
+    # torchrun sets 1 for each rank; the script asks for 2 before its own import of torch
+    script.write_text("import os\nos.environ['OMP_NUM_THREADS'] = '2'\n"
+                      "import sys\nimport torch\nimport torch.distributed as dist\n" + DDP_FIVE_STEPS +
+                      "sys.stdout.write(f\"RANK {os.environ['RANK']} threads {torch.get_num_threads()}\\n\")\n"
+                      "sys.stdout.flush()\n")
     plain = _run([TORCHRUN, "--nproc-per-node", "2", script], tmp_path)
     out = tmp_path / "job"
     ours = _run([sys.executable, "-m", "haiprof", "run", "--quiet", "--out", out, "--nproc-per-node", "2", script],

@@ -197,19 +197,14 @@ def start(boot_path: str) -> None:
         return
     from ..rundir import RunDir
     run_dir, opts = RunDir(boot["run_dir"]), boot["opts"]
+    from . import conditions, session  # noqa: F401  what begin() needs, before the script's folder counts
     try:
-        from . import conditions, session  # noqa: F401  what begin() needs, before the script's folder counts
         session.preload()
         run_dir.update_meta(**{STARTED_KEY: os.getpid()})
         ready = session.Session(run_dir, opts, boot.get("fix_plan"))
         ready.start_sampler()   # the machine from the script's first line, whether or not it ever loads torch
     except Exception as e:
-        say(f"haiprof: the recorder could not start in {run_dir.path} ({type(e).__name__}: {e}); the script runs "
-            f"unprofiled")
-        try:
-            run_dir.record_status("phases", False, f"the recorder could not start: {type(e).__name__}: {e}")
-        except OSError:
-            pass
+        session.unprofiled(run_dir, e)
         return
     child = _child = _Child(ready, run_dir, opts)
     child.end_fd = end_fd

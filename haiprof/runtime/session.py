@@ -236,13 +236,18 @@ def start_collectors(session: Session, before: tuple = ()) -> bool:
         session.start()
         return True
     except Exception as e:
-        _say(f"haiprof: the recorder could not start in {run_dir.path} ({type(e).__name__}: {e}); the script runs "
-             f"unprofiled")
-        try:
-            run_dir.record_status("phases", False, f"the recorder could not start: {type(e).__name__}: {e}")
-        except OSError:
-            pass
+        unprofiled(run_dir, e)
         return False
+
+
+def unprofiled(run_dir: RunDir, e: Exception) -> None:
+    """The recorder could not start: said, and recorded in the run's status; the script runs on without it."""
+    _say(f"haiprof: the recorder could not start in {run_dir.path} ({type(e).__name__}: {e}); the script runs "
+         f"unprofiled")
+    try:
+        run_dir.record_status("phases", False, f"the recorder could not start: {type(e).__name__}: {e}")
+    except OSError:
+        pass
 
 
 def profile_target(run_dir: RunDir, opts: RunOptions, on_exit: Callable, fix_plan=None, at_torch: tuple = ()) -> int:
