@@ -251,8 +251,9 @@ def unprofiled(run_dir: RunDir, e: Exception) -> None:
 
 
 def profile_target(run_dir: RunDir, opts: RunOptions, on_exit: Callable, fix_plan=None, at_torch: tuple = ()) -> int:
-    """Run opts' target in this process under every in-process collector and the side sampler, then
-    `on_exit(run_dir, outcome)`: each rank of a distributed job (runtime/worker.py).
+    """Run opts' target in this process under the side sampler and every in-process collector (in place from the
+    script's own `import torch`: runtime/torch_import.py), then `on_exit(run_dir, outcome)`: each rank of a
+    distributed job (runtime/worker.py).
 
     Whatever happens to the script, the collectors are removed, the data flushed and the outcome recorded in
     meta.json before on_exit.
