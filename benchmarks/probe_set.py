@@ -144,9 +144,16 @@ def run_once(probe: Probe, cwd: Path, argv: list, run_dir: Path) -> Result:
     return Result(rc, out, err, _files(cwd))
 
 
-def own_lines_removed(stderr: bytes) -> bytes:
-    """stderr less haiprof's own lines: whole lines that start with `haiprof: `."""
-    return b"".join(line for line in stderr.splitlines(keepends=True) if not line.startswith(OWN_PREFIX))
+def own_lines_removed(stderr: bytes, separators: bool = False) -> bytes:
+    """stderr less haiprof's own lines: whole lines that start with `haiprof: `. With `separators`, also the
+    newline haiprof puts before its first line where the script left its last line open (`progress 100%`)."""
+    lines = stderr.splitlines(keepends=True)
+    kept = [line for line in lines if not line.startswith(OWN_PREFIX)]
+    if separators:
+        kept = [line[:-1] if line.endswith(b"\n") and not line.endswith(b"\r\n") and i + 1 < len(lines)
+                and lines[i + 1].startswith(OWN_PREFIX) else line
+                for i, line in enumerate(lines) if not line.startswith(OWN_PREFIX)]
+    return b"".join(kept)
 
 
 def _first_diff(a: bytes, b: bytes) -> str:
@@ -166,7 +173,7 @@ def compare(py: Result, hp: Result, out_dir: Path | None, quiet: Result | None =
         diffs.append("stdout " + _first_diff(py.stdout, hp.stdout))
     if any(line.startswith(OWN_PREFIX) for line in py.stderr.splitlines()):
         diffs.append("python's own stderr has 'haiprof: ' lines: the comparison cannot tell them apart")
-    if py.stderr != own_lines_removed(hp.stderr):
+    if py.stderr not in (own_lines_removed(hp.stderr), own_lines_removed(hp.stderr, separators=True)):
         diffs.append("stderr (haiprof lines out) " + _first_diff(py.stderr, own_lines_removed(hp.stderr)))
     if py.files != hp.files:
         names = sorted(set(py.files) ^ set(hp.files)) or \

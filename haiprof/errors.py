@@ -106,22 +106,31 @@ def say(line: str) -> None:
                 flush()
             except (OSError, ValueError):
                 pass
-        head = "" if _at_line_start(fd) else "\n"
+        at_start = _at_line_start(fd)
+        head = "\n" if at_start is False or (at_start is None and LINE_OPEN[0]) else ""
         data = memoryview((head + line + "\n").encode("utf-8", "backslashreplace"))
         while data:
             data = data[_os.write(fd, data):]
+        LINE_OPEN[0] = False
     except (OSError, ValueError, AttributeError):   # the terminal is gone (SIGHUP) or the stream closed
         pass
 
 
-def _at_line_start(fd: int) -> bool:
-    """Whether our line would start a line of its own: False only for a regular file (a batch job's log) whose
-    last byte before the write position is not a newline (the script ended with `progress 100%`). A terminal or a
-    pipe cannot be read back, so our line follows as it is there."""
+# A terminal or a pipe cannot be read back: whether the script's last write to stderr left its line open is
+# what the script's python saw of its own writes (runtime/stderr_tail.py), told to the launching process at the end.
+LINE_OPEN = [False]
+
+
+def _at_line_start(fd: int) -> bool | None:
+    """Whether our line would start a line of its own: for a regular file (a batch job's log), whether its last
+    byte before the write position is a newline (not so after the script's `progress 100%`); None for a terminal
+    or a pipe, which cannot be read back (LINE_OPEN says then)."""
     try:
         import stat
         st = _os.fstat(fd)
-        if not stat.S_ISREG(st.st_mode) or st.st_size == 0:
+        if not stat.S_ISREG(st.st_mode):
+            return None
+        if st.st_size == 0:
             return True
         import fcntl
         pos = st.st_size if fcntl.fcntl(fd, fcntl.F_GETFL) & _os.O_APPEND else _os.lseek(fd, 0, _os.SEEK_CUR)

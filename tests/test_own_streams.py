@@ -1,6 +1,8 @@
 """haiprof's messages go to the process's own stderr (fd 2 as it was at start), never into the script's: a script
 that sends sys.stderr to a log file keeps a log of its own lines only; with sys.stderr = None nothing of ours lands
 on stdout and tracing still works; a script that closes or replaces its streams ends as python ends it."""
+import sys
+
 import pytest
 
 from conftest import SCRIPTS, in_parallel, load_summary, run_haiprof, run_python
@@ -67,5 +69,48 @@ def test_line_start_is_read_back_from_files_only(tmp_path):
         assert _at_line_start(f.fileno()) is False
     rd, wr = os.pipe()
     os.write(wr, b"no newline")
-    assert _at_line_start(wr) is True   # a pipe cannot be read back: as before
+    assert _at_line_start(wr) is None   # a pipe cannot be read back: the script's python tells (next test)
     os.close(rd), os.close(wr)
+
+
+@pytest.mark.parametrize("how, ours_after", [("flushed", b"progress 100%\nhaiprof: "),
+                                             ("unflushed", b"progress 100%\nhaiprof: "),
+                                             ("carriage-return", b"progress 100%\rhaiprof: ")])
+def test_our_lines_start_their_own_line_on_a_pipe(tmp_path, how, ours_after):
+    """A pipe cannot be read back: the script's python watched its own stderr writes and told the launching
+    process that the last one left its line open. Python's bytes come first, as python wrote them."""
+    import subprocess
+
+    from conftest import HAIPROF
+    cmds = ([sys.executable, S / "partial_last_line.py", how],
+            [*HAIPROF, "run", "--out", tmp_path / "r", S / "partial_last_line.py", how])
+    plain, r = in_parallel(*(lambda c=c: subprocess.run(c, capture_output=True, timeout=180) for c in cmds))
+    assert plain.returncode == r.returncode == 0, r.stderr
+    assert r.stderr.startswith(plain.stderr) and r.stderr.startswith(ours_after), r.stderr
+    assert b"\n\n" not in r.stderr, r.stderr
+
+
+@pytest.mark.parametrize("unbuffered", [False, True])
+def test_the_watch_on_python_stderr_sees_its_last_byte(unbuffered):
+    """StderrTail in a bare python, buffered and with `-u` (its text layer then writes to the file itself): each
+    kind of write is seen once it reaches fd 2, and what was written is python's own bytes."""
+    import os
+    import subprocess
+    code = """if True:
+        import os, sys
+        from haiprof.runtime.stderr_tail import StderrTail
+        t = StderrTail()
+        seen = [t.install()]
+        sys.stderr.write("a\\n"); seen.append(t.line_open())
+        print("b", end="", file=sys.stderr); seen.append(t.line_open())   # buffered: line_open flushes first
+        sys.stderr.buffer.write(b"c\\r"); seen.append(t.line_open())
+        sys.stderr.write("d"); sys.stderr.flush(); seen.append(t.line_open())
+        os.write(2, b"\\n"); seen.append(t.line_open())   # past python's stream: not seen
+        print(seen)
+    """
+    env = {k: v for k, v in os.environ.items() if k != "PYTHONUNBUFFERED"}
+    r = subprocess.run([sys.executable, *(["-u"] if unbuffered else []), "-c", code], capture_output=True,
+                       env=env, timeout=60)
+    assert r.returncode == 0, r.stderr
+    assert r.stdout.decode().strip() == "[True, False, True, False, True, True]", r.stdout
+    assert r.stderr == b"a\nbc\rd\n"

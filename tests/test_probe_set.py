@@ -29,7 +29,7 @@ def test_docstring_keys_are_read_as_written():
     assert _probe("trace_at_1").haiprof_args == ["--trace-at", "1"]
     assert _probe("m_pkg_no_main").module == "trainpkg"
     assert _probe("m_no_such_module").no_report
-    assert _probe("stderr_partial_line").expected_diff and not _probe("exception_in_forward_hook").expected_diff
+    assert _probe("stderr_partial_oswrite").expected_diff and not _probe("stderr_partial_line").expected_diff
     assert _probe("syntax_error").what.startswith("A script with a syntax error")   # read without parsing it
 
 
@@ -53,6 +53,11 @@ def test_own_lines_must_be_whole_lines():
     apart = probe_set.Result(0, b"", b"haiprof: note\nprogress 100%", {})
     assert probe_set.compare(py, apart, None) == []
     assert probe_set.compare(py, glued, None)
+    # the newline haiprof puts before its line after the script's open one is haiprof's; one more is not
+    assert probe_set.compare(py, probe_set.Result(0, b"", b"progress 100%\nhaiprof: Compute-bound\n", {}), None) == []
+    assert probe_set.compare(py, probe_set.Result(0, b"", b"progress 100%\n\nhaiprof: Compute-bound\n", {}), None)
+    whole = probe_set.Result(0, b"", b"done\n", {})
+    assert probe_set.compare(whole, probe_set.Result(0, b"", b"done\nhaiprof: Compute-bound\n", {}), None) == []
     # a user file that differs is a difference
     assert probe_set.compare(probe_set.Result(0, b"", b"", {"a.txt": b"1"}),
                              probe_set.Result(0, b"", b"", {"a.txt": b"2"}), None) == ["files differ: ['a.txt']"]

@@ -1,7 +1,4 @@
-"""stderr ends without a newline: haiprof's lines must not be glued to it.
-
-expected_diff: haiprof's verdict line follows the script's unterminated last stderr line on the same line: on a pipe
-    haiprof cannot see what the script wrote to fd 2 (os.write included), so it cannot know a newline is missing
+"""stderr ends without a newline: haiprof's lines must not be glued to it (its first line starts its own line).
 """
 import torch
 from tiny_model import model, opt, x, y, step   # noqa: F401  (the probes' shared model, copied beside each)

@@ -59,6 +59,7 @@ class _Child:
         self.end_fd = (-1, None)   # the pipe to the launching process, and what it was (errors.fd_identity)
         self.script_over = False   # the main module has ended: python is joining the script's threads
         self.late = None           # a SIGTERM/SIGHUP while the data is written: noted, then the end by it
+        self.tail = None           # the script's stderr, watched for a line it leaves open (stderr_tail.py)
 
     # -- the recorder, once the script has loaded torch ---------------------------------------------------------
     def begin(self) -> None:
@@ -140,7 +141,8 @@ class _Child:
             error = signal.Signals(self.signum).name
         try:
             self.ready.end(None, how=how, error=error)   # also where the collectors never started
-            self.tell(how=how, error=error, end_time=time.time(), unwritten=list(self.ready.unwritten.failed) or None)
+            self.tell(how=how, error=error, end_time=time.time(), unwritten=list(self.ready.unwritten.failed) or None,
+                      stderr_open=True if self.tail is not None and self.tail.line_open() else None)
             self.measure_peak()
         except Exception as e:   # ours: said, the script's exit status stays its own
             say(f"haiprof: could not finish recording in {self.run_dir.path}: {type(e).__name__}: {e}")
@@ -208,6 +210,12 @@ def start(boot_path: str) -> None:
         return
     child = _child = _Child(ready, run_dir, opts)
     child.end_fd = end_fd
+    try:
+        from .stderr_tail import StderrTail
+        tail = StderrTail()
+        child.tail = tail if tail.install() else None
+    except Exception:
+        child.tail = None
     for signum in _TERMINATING:
         if signal.getsignal(signum) != signal.SIG_IGN:   # one the parent set to be ignored (nohup) stays so
             signal.signal(signum, child.on_signal)

@@ -24,7 +24,7 @@ from dataclasses import replace
 from pathlib import Path
 from typing import Callable
 
-from ..errors import say
+from ..errors import LINE_OPEN, say
 from ..rundir import RunDir
 from . import child_boot, launcher
 from .session import die_of
@@ -218,6 +218,7 @@ def _outcome(run_dir: RunDir, status: int, told: dict) -> launcher.Outcome:
         meta = {}
     meta.update(told)
     started = child_boot.STARTED_KEY in meta or bool(told)
+    LINE_OPEN[0] = bool(told.get("stderr_open"))   # the script left its stderr mid-line: our line starts its own
     if status < 0:
         sig = signal.Signals(-status)
         outcome = launcher.Outcome(128 + sig.value, sig.name.lower(), reraise_signal=sig.value,

@@ -1,4 +1,6 @@
-"""Trains a few steps, then ends its stderr without a newline (a progress line), as a batch job's log may."""
+"""Trains a few steps, then ends its stderr without a newline (a progress line), as a batch job's log may.
+argv[1] says how: flushed (default), left in python's buffer for its exit, by print(end=""), ended by a carriage
+return (a progress bar's), or as a whole line."""
 import sys
 
 import torch
@@ -9,5 +11,14 @@ for _ in range(6):
     opt.zero_grad()
     model(torch.randn(4, 8)).sum().backward()
     opt.step()
-sys.stderr.write("progress 100%")
-sys.stderr.flush()
+how = sys.argv[1] if len(sys.argv) > 1 else "flushed"
+if how == "print-end":
+    print("progress 100%", end="", file=sys.stderr)
+elif how == "carriage-return":
+    sys.stderr.write("progress 100%\r")
+elif how == "whole-line":
+    sys.stderr.write("progress 100%\n")
+else:
+    sys.stderr.write("progress 100%")
+if how != "unflushed":
+    sys.stderr.flush()
