@@ -175,22 +175,28 @@ def test_interleave_needs_fix(tmp_path):
     assert not (tmp_path / "r").exists()
 
 
-def test_this_runs_conditions_are_measured_only_for_a_baseline_to_check(tmp_path):
-    """haiprof's own process imports torch (2 s, more with its compiler stack) only to compare a baseline's set-up
-    conditions with this run's: the measurement is handed over as a callable, called when there is one to check."""
+def test_a_baseline_is_checked_against_the_conditions_it_was_launched_under(tmp_path):
+    """The check before a fixed run starts compares what its launch sees without torch (runtime/conditions.py
+    launch_conditions) with the baseline's: its launch conditions where it has them, not the ones its script
+    left at its `import torch` (an OMP_NUM_THREADS the script set itself, torch's threads then); a baseline of an
+    older haiprof, with only those, is compared on the keys both have."""
     import time
 
     from haiprof.rundir import RunDir
     from haiprof.runtime import fixrun
-    calls = []
-
-    def measure():
-        calls.append(1)
-        return {"torch_threads": 2, "env": {}}
+    from haiprof.runtime.conditions import launch_conditions
+    now = launch_conditions({"host": "h", "cpu_count": 2})
+    assert "torch_threads" not in now and now["cpu_affinity"] == sorted(os.sched_getaffinity(0))
     rd = RunDir(tmp_path / "base")
     rd.path.mkdir()
     rd.write_meta({"end_time": time.time()})            # a baseline recorded without conditions: nothing to check
-    assert fixrun._why_remeasure((rd, {}), measure) is None and calls == []
-    rd.write_meta({"end_time": time.time(), "conditions": {"torch_threads": 1, "env": {}}})
-    why = fixrun._why_remeasure((rd, {}), measure)
-    assert calls == [1] and why.startswith("set up under other conditions") and "threads" in why
+    assert fixrun._why_remeasure((rd, {}), now) is None
+    script_set = {**now, "torch_threads": 1, "env": {**now["env"], "OMP_NUM_THREADS": "1"}}
+    rd.write_meta({"end_time": time.time(), "launch_conditions": now, "conditions": script_set})
+    assert fixrun._why_remeasure((rd, {}), now) is None   # the script's own settings are the same in both runs
+    rd.write_meta({"end_time": time.time(), "launch_conditions": {**now, "cpu_count": 1}, "conditions": now})
+    why = fixrun._why_remeasure((rd, {}), now)
+    assert why.startswith("set up under other conditions") and "CPU count 1 -> 2" in why, why
+    rd.write_meta({"end_time": time.time(), "conditions": script_set})   # an older haiprof's baseline
+    why = fixrun._why_remeasure((rd, {}), now)
+    assert "OMP_NUM_THREADS 1 -> unset" in why and "threads" not in why.replace("OMP_NUM_THREADS", ""), why

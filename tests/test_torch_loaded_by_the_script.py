@@ -157,3 +157,39 @@ def test_each_rank_gets_the_thread_settings_its_script_made_as_under_torchrun(tm
         return sorted(x for x in r.stdout.splitlines() if x.startswith("RANK "))
     assert lines(ours) == lines(plain) and len(lines(plain)) == 2, (ours.stdout, plain.stdout)
     _assert_profiled(out)
+
+
+def test_a_fix_checks_its_baseline_without_loading_torch_before_the_script(tmp_path):
+    """A --fix run with a baseline compares the two runs' set-up conditions before the script starts. Measured by
+    importing torch in the launching process, they had that process's threads, not the ones the script sets
+    before its own import: a baseline the same script recorded read as 'torch threads 1 -> 2', was re-measured
+    for nothing, and the fixed run's own conditions said 2 threads where it trained with 1."""
+    import json
+
+    import pytest
+    import torch
+    if torch.get_num_threads() < 2:
+        pytest.skip("one thread by default here: the script's setting changes nothing")
+    script = tmp_path / "script.py"
+    script.write_text("""
+import os
+os.environ["OMP_NUM_THREADS"] = "1"
+import torch
+model = torch.nn.Linear(8, 2)
+opt = torch.optim.Adam(model.parameters(), lr=0.01)
+for _ in range(8):
+    opt.zero_grad()
+    model(torch.randn(16, 8)).pow(2).mean().backward()
+    opt.step()
+print("threads", torch.get_num_threads())
+""")
+    base = run_haiprof("run", "--quiet", "--out", tmp_path / "base", script, cwd=tmp_path)
+    assert base.returncode == 0, base.stderr
+    fixed = run_haiprof("run", "--fix", "fused-optim", "--out", tmp_path / "fixed", script, cwd=tmp_path)
+    assert fixed.returncode == 0 and fixed.stdout.endswith("threads 1\n"), fixed.stderr
+    assert "re-measuring" not in fixed.stderr and "torch threads" not in fixed.stderr, fixed.stderr
+    s = load_summary(tmp_path / "fixed")   # (the load beside each run may differ: said, not a set-up difference)
+    assert not s["fixes"].get("remeasured"), s["fixes"]
+    assert s["comparison"]["baseline_run"] == str((tmp_path / "base").resolve()), s["comparison"]
+    meta = json.loads((tmp_path / "fixed" / "meta.json").read_text())
+    assert meta["conditions"]["torch_threads"] == 1 and meta["torch"] == torch.__version__

@@ -12,11 +12,44 @@ from haiprof.analyzers.conditions import env_subset
 
 
 def setup_conditions(meta: dict) -> dict:
+    """All of them, in the script's python once its own `import torch` has loaded torch (its threads as the script
+    set them)."""
     import torch
+    return {**_seen_without_torch(meta), "torch_threads": torch.get_num_threads(), "torch": torch.__version__}
+
+
+def launch_conditions(meta: dict) -> dict:
+    """The conditions the command was launched under, seen by the launching process before the script runs: what
+    a later --fix run compares with its baseline's before it starts (fixrun.plan), without importing torch. Not
+    torch's threads nor the environment as the script left it at its `import torch` (both are the script's to
+    set, the same in two runs of one script: `conditions` has them); torch's installed version, read from its
+    version file (importing torch here would cost the launch a second torch import)."""
+    out = _seen_without_torch(meta)
+    version = _installed_torch_version()
+    if version:
+        out["torch"] = version
+    return out
+
+
+def _installed_torch_version() -> str | None:
+    try:
+        import importlib.util
+        import re
+        spec = importlib.util.find_spec("torch")
+        folders = list(spec.submodule_search_locations or []) if spec else []
+        for folder in folders:
+            with open(os.path.join(folder, "version.py"), encoding="utf-8") as f:
+                m = re.search(r"^__version__\s*=\s*['\"]([^'\"]+)['\"]", f.read(), re.M)
+            return m.group(1) if m else None
+    except (OSError, ImportError, ValueError, UnicodeDecodeError):
+        pass
+    return None
+
+
+def _seen_without_torch(meta: dict) -> dict:
     affinity = sorted(os.sched_getaffinity(0)) if hasattr(os, "sched_getaffinity") else None
     return {"host": meta.get("host"), "cpu_model": meta.get("cpu_model"), "cpu_count": meta.get("cpu_count"),
-            "cpu_affinity": affinity, "torch_threads": torch.get_num_threads(), "torch": torch.__version__,
-            "gpus": meta.get("gpus"), "env": env_subset(os.environ), "cpu_bf16": cpu_bf16()}
+            "cpu_affinity": affinity, "gpus": meta.get("gpus"), "env": env_subset(os.environ), "cpu_bf16": cpu_bf16()}
 
 
 def cpu_bf16() -> bool | None:

@@ -7,8 +7,8 @@
                     command showed to slow the step (analyzers/fix_choice.py).
 The baseline (for the before/after comparison and the loss guard) is the latest unfixed, finished run of the same
 command in the output directory; a diagnosis pass becomes that baseline. It is re-measured right before (a short
-baseline pass) when it is older than BASELINE_MAX_AGE_S or was set up under other conditions (CPU affinity, torch
-threads, thread/device environment variables, host: analyzers/conditions.py). With --interleave N, N baseline
+baseline pass) when it is older than BASELINE_MAX_AGE_S or was launched under other conditions (CPU affinity,
+thread/device environment variables, torch version, host: analyzers/conditions.py). With --interleave N, N baseline
 and N fixed short passes alternate (A B A B ...) before the run: each pair ran in the same conditions, and the
 spread of the per-pair ratios is the noise of the comparison (analysis/fix_results.py).
 Files: fixes.json (plan, then results; the runs it names stored absolute and relative: rundir/links.py) and
@@ -201,8 +201,8 @@ def diagnosis_pass(opts, parent: Path, target_name: str, steps: int, label: str 
 
 
 def plan(opts, out_dir: Path, target_name: str, meta_key: tuple, conditions=None, job_rank: bool = False) -> FixPlan:
-    """conditions: this run's set-up conditions (meta.json `conditions`), checked against the baseline's; a
-    callable that measures them is called only when there is a baseline to check (measuring imports torch).
+    """conditions: the conditions this run is launched under (meta.json `launch_conditions`, seen without
+    torch: runtime/conditions.py), checked against the baseline's.
     job_rank: out_dir is a rank's directory of a job haiprof launched (JOB/rank-K). A rank (meta_key's rank set)
     never runs a pass of the script on its own: alone it would wait for, or join, the other ranks' process group."""
     from haiprof.fixes import AUTO, FixSpecError, parse_spec
@@ -294,12 +294,11 @@ def _why_remeasure(base: tuple, conditions: dict | None) -> str | None:
     """Why the baseline cannot stand for the machine as it is now: too old, or set up otherwise."""
     if _age_s(base[0]) > BASELINE_MAX_AGE_S:
         return f"{_age_s(base[0]) / 60:.0f} min old"
-    try:
-        before = base[0].read_meta().get("conditions")
+    try:   # as launched (the environment and CPUs the user gave it); a run of an older haiprof has only the rest
+        meta = base[0].read_meta()
+        before = meta.get("launch_conditions") or meta.get("conditions")
     except (OSError, ValueError):
         before = None
-    if callable(conditions):
-        conditions = conditions() if isinstance(before, dict) else None
     from haiprof.analyzers.conditions import setup_differences
     diffs = setup_differences(before or {}, conditions or {}) if isinstance(before, dict) else []
     return f"set up under other conditions ({'; '.join(diffs)})" if diffs else None

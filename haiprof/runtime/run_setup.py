@@ -15,7 +15,7 @@ from haiprof.collectors.matmul_peak import cpu_model
 
 from ..rundir import RunDir
 from ..version import __version__
-from .conditions import setup_conditions
+from .conditions import launch_conditions, setup_conditions
 
 SAMPLE_INTERVAL_S = 0.5
 
@@ -111,6 +111,7 @@ def collect_meta(opts: RunOptions, target_name: str, run_dir: RunDir, measure_to
         "gpus": _gpus(), "start_time": time.time(), "start_monotonic_ns": time.monotonic_ns(),
         "end_time": None, "exit_code": None,
     }
+    meta["launch_conditions"] = launch_conditions(meta)   # what a later --fix run checks before it starts
     if torch is not None:
         add_torch_setup(meta)
     return meta

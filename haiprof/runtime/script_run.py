@@ -13,7 +13,7 @@ from ..analysis.report import finish
 from ..errors import UserError, keep_stderr, say
 from ..rundir import RunDir
 from . import launcher
-from .run_setup import RunOptions, add_torch_setup, claim_out_dir, collect_meta
+from .run_setup import RunOptions, claim_out_dir, collect_meta
 
 
 def run(opts: RunOptions) -> int:
@@ -30,8 +30,7 @@ def run(opts: RunOptions) -> int:
     run_dir = claim_out_dir(opts.out, target_name)   # a bad --out fails here, before the script starts
     out_dir = run_dir.path
     # This process does not import torch: the script's python measures torch's set-up conditions (child_boot).
-    # Only a --fix plan that must compare them with an earlier run's (its baseline) measures them here, then.
-    torch_import_s = [0.0]
+    # A --fix plan compares the launch's with its baseline's (conditions.py).
     meta = collect_meta(opts, target_name, run_dir, measure_torch=False)
     if os.environ.get("RANK", "").isdigit():   # a rank's baseline is the same rank's earlier run
         meta.setdefault("rank", int(os.environ["RANK"]))
@@ -39,7 +38,7 @@ def run(opts: RunOptions) -> int:
     from . import fixrun
     try:
         fix_plan = fixrun.plan(opts, out_dir, target_name, fixrun.target_key(meta),
-                               lambda: _conditions_now(meta, torch_import_s)) if opts.fix else None
+                               meta["launch_conditions"]) if opts.fix else None
     except fixrun.ScriptFailedInDiagnosis as e:   # the script's own failure, shown above: its exit code, as python
         _remove_if_empty(run_dir)
         if e.label == "diagnosis":
@@ -63,17 +62,16 @@ def run(opts: RunOptions) -> int:
     except OSError as e:   # a full (or read-only) disk at start: one line, nothing left behind, no script run
         _remove_new_run_dir(run_dir)
         raise UserError(f"cannot write the run directory {run_dir.path}: {e.strerror or e}") from None
-    t_torch = torch_import_s[0]
-    setup_s = time.perf_counter() - t_setup - t_torch
+    setup_s = time.perf_counter() - t_setup
 
     def on_exit(run_dir: RunDir, outcome) -> None:
         t_teardown = time.perf_counter()
         if getattr(run_dir, "unwritten", None):   # the disk is full: said once, with the command for later
             return
         finish(run_dir, quiet=opts.quiet)
-        # haiprof's own cost, for the overhead benchmark: set-up (torch import excluded) and teardown.
+        # haiprof's own cost, for the overhead benchmark: set-up and teardown.
         try:
-            run_dir.update_meta(overhead_s={"setup": round(setup_s, 4), "torch_import": round(t_torch, 4),
+            run_dir.update_meta(overhead_s={"setup": round(setup_s, 4),
                                             "teardown": round(time.perf_counter() - t_teardown, 4)})
         except OSError:
             pass   # a full disk: said once already (the script's python); the exit code stays the script's
@@ -82,17 +80,6 @@ def run(opts: RunOptions) -> int:
     # its traceback, and it steps aside for the script's own tqdm bar.
     from . import child_run
     return child_run.run(run_dir, opts, fix_plan, on_exit)
-
-
-def _conditions_now(meta: dict, torch_import_s: list) -> dict:
-    """This run's set-up conditions, measured here (torch imported: its threads) for a --fix baseline's check;
-    kept in meta, so the script's python does not measure them again. torch_import_s[0]: the import's time."""
-    if "conditions" not in meta:
-        t = time.perf_counter()
-        import torch  # noqa: F401   timed on its own: haiprof's set-up timer leaves it out
-        torch_import_s[0] = time.perf_counter() - t
-        add_torch_setup(meta)
-    return meta["conditions"]
 
 
 def _remove_new_run_dir(run_dir: RunDir) -> None:

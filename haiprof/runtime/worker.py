@@ -121,16 +121,9 @@ def main(argv: list[str]) -> int:
         from . import fixrun
         # the same rank of the earlier jobs in the output directory is the baseline; its set-up conditions too
         fix_plan = fixrun.plan(ropts, run_dir.path, target_name, fixrun.target_key(meta),
-                               lambda: _conditions_now(meta), job_rank=True)
+                               meta["launch_conditions"], job_rank=True)
         run_dir.update_meta(fixes_requested=fixrun.format_requested(fix_plan), fix_source=fix_plan.source)
     return session.profile_target(run_dir, ropts, on_exit, fix_plan, at_torch=(start_gather,))
-
-
-def _conditions_now(meta: dict) -> dict:
-    """This rank's set-up conditions, for a --fix baseline to be checked against: measured (torch loaded) only
-    where there is a baseline to check."""
-    from .conditions import setup_conditions
-    return setup_conditions(meta)
 
 
 def _store_client(gather: RankGather):
