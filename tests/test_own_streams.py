@@ -90,6 +90,21 @@ def test_our_lines_start_their_own_line_on_a_pipe(tmp_path, how, ours_after):
     assert b"\n\n" not in r.stderr, r.stderr
 
 
+def test_our_lines_start_their_own_line_after_stdout_on_the_same_pipe(tmp_path):
+    """`train.py 2>&1 | tee log`: stdout and stderr are one pipe, and the script's last line is an open one on
+    stdout, still in python's buffer when the script ends."""
+    import subprocess
+
+    from conftest import HAIPROF
+    cmds = ([sys.executable, S / "partial_last_line.py", "stdout"],
+            [*HAIPROF, "run", "--out", tmp_path / "r", S / "partial_last_line.py", "stdout"])
+    plain, r = in_parallel(*(lambda c=c: subprocess.run(c, stdout=subprocess.PIPE, stderr=subprocess.STDOUT,
+                                                         timeout=180) for c in cmds))
+    assert plain.returncode == r.returncode == 0, r.stdout
+    assert plain.stdout == b"progress 100%" and r.stdout.startswith(b"progress 100%\nhaiprof: "), r.stdout
+    assert b"\n\n" not in r.stdout, r.stdout
+
+
 @pytest.mark.parametrize("unbuffered", [False, True])
 def test_the_watch_on_python_stderr_sees_its_last_byte(unbuffered):
     """StderrTail in a bare python, buffered and with `-u` (its text layer then writes to the file itself): each

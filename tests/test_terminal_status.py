@@ -72,6 +72,10 @@ def test_nothing_written_to_the_terminal_is_corrupted(tmp_path):
                          f"child line {i}", f"open line {i} ... done"):
             assert expected in lines, (expected, lines)
     assert "hello bob" in lines
+    # haiprof's verdict follows the script's last line right below it: the status line's redraws are not taken
+    # for an open line of the script's (runtime/stderr_tail.py), so no blank row comes before it
+    after = lines[lines.index("hello bob") + 1]
+    assert after.startswith("haiprof: ") and "report:" not in after, lines[-8:]
     # The status text never shares a row with the script's text.
     assert not [x for x in lines if "haiprof:" in x and ("line" in x or "name?" in x)], lines
 

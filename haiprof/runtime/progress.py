@@ -16,6 +16,7 @@ import threading
 import time
 
 from ..rundir.vocabulary import ALL_PHASES, BACKWARD_MARK, STEP_MARK
+from .stderr_tail import not_the_scripts
 REFRESH_S = 0.5
 UNSIZED = 3   # frames in a row without a readable terminal size before the line steps aside
 SAVE, RESTORE = "\x1b7", "\x1b8"   # DECSC / DECRC: cursor position and attributes
@@ -252,8 +253,9 @@ class LiveStatus:
         # A script that closes descriptors (a daemon) may reopen the number as its own log: never draw into it.
         if self._id is None or self._identity() != self._id:
             raise OSError("the terminal's descriptor is no longer the one the status line was started on")
-        self._raw_write(text)   # one write: the terminal takes it whole between the script's writes
-        self.stream.flush()
+        with not_the_scripts():   # the script's last line stays as it left it (our final line's newline)
+            self._raw_write(text)   # one write: the terminal takes it whole between the script's writes
+            self.stream.flush()
 
     def _reserve(self) -> bool:
         """Take the bottom row out of the scroll region. Called before the script runs, with the cursor at the
