@@ -12,6 +12,21 @@ from conftest import load_summary, run_haiprof
 from haiprof.runtime.torch_import import AfterTorchImport
 
 
+# Sets the thread count before its own `import torch`; Adam, so that --fix fused-optim has an optimizer to fuse
+THREADS_SET_BEFORE_IMPORT = """
+import os
+os.environ["OMP_NUM_THREADS"] = "1"
+import torch
+model = torch.nn.Linear(8, 2)
+opt = torch.optim.Adam(model.parameters(), lr=0.01)
+for _ in range(8):
+    opt.zero_grad()
+    model(torch.randn(16, 8)).pow(2).mean().backward()
+    opt.step()
+print("threads", torch.get_num_threads())
+"""
+
+
 def _both(tmp_path, source: str, *haiprof_args):
     script = tmp_path / "script.py"
     script.write_text(source)
@@ -23,18 +38,7 @@ def _both(tmp_path, source: str, *haiprof_args):
 def test_thread_settings_made_before_import_torch_are_the_scripts(tmp_path):
     # OpenMP reads OMP_NUM_THREADS once, as torch loads it: loaded before the script, the run trained with the
     # machine's thread count instead of the one the script asked for
-    plain, ours = _both(tmp_path, """
-import os
-os.environ["OMP_NUM_THREADS"] = "1"
-import torch
-model = torch.nn.Linear(8, 2)
-opt = torch.optim.SGD(model.parameters(), lr=0.1)
-for _ in range(8):
-    opt.zero_grad()
-    model(torch.randn(16, 8)).pow(2).mean().backward()
-    opt.step()
-print("threads", torch.get_num_threads())
-""")
+    plain, ours = _both(tmp_path, THREADS_SET_BEFORE_IMPORT)
     assert ours.returncode == plain.returncode == 0, ours.stderr
     assert ours.stdout == plain.stdout == "threads 1\n"
     s = load_summary(tmp_path / "r")
@@ -171,18 +175,7 @@ def test_a_fix_checks_its_baseline_without_loading_torch_before_the_script(tmp_p
     if torch.get_num_threads() < 2:
         pytest.skip("one thread by default here: the script's setting changes nothing")
     script = tmp_path / "script.py"
-    script.write_text("""
-import os
-os.environ["OMP_NUM_THREADS"] = "1"
-import torch
-model = torch.nn.Linear(8, 2)
-opt = torch.optim.Adam(model.parameters(), lr=0.01)
-for _ in range(8):
-    opt.zero_grad()
-    model(torch.randn(16, 8)).pow(2).mean().backward()
-    opt.step()
-print("threads", torch.get_num_threads())
-""")
+    script.write_text(THREADS_SET_BEFORE_IMPORT)
     base = run_haiprof("run", "--quiet", "--out", tmp_path / "base", script, cwd=tmp_path)
     assert base.returncode == 0, base.stderr
     fixed = run_haiprof("run", "--fix", "fused-optim", "--out", tmp_path / "fixed", script, cwd=tmp_path)
