@@ -124,3 +124,25 @@ def test_the_watch_on_python_stderr_sees_its_last_byte(unbuffered):
     assert r.returncode == 0, r.stderr
     assert r.stdout.decode().strip() == "[True, False, True, False, True, True]", r.stdout
     assert r.stderr == b"a\nbc\rd\n"
+
+
+def test_the_watch_follows_stdout_only_while_it_is_our_stream(tmp_path):
+    """stdout is watched where it is stderr's pipe (2>&1); once the script points fd 1 at a file of its own
+    (dup2), its open line there is not ours to close."""
+    import subprocess
+    code = f"""if True:
+        import os, sys
+        from haiprof.runtime.stderr_tail import StderrTail
+        t = StderrTail()
+        t.install()
+        seen = [len(t.streams)]
+        print("a", end=""); seen.append(t.line_open())
+        print(""); seen.append(t.line_open())
+        fd = os.open({str(tmp_path / 'log')!r}, os.O_WRONLY | os.O_CREAT)
+        os.dup2(fd, 1)
+        print("b", end=""); seen.append(t.line_open())
+        sys.stderr.write(repr(seen))
+    """
+    r = subprocess.run([sys.executable, "-c", code], stdout=subprocess.PIPE, stderr=subprocess.STDOUT, timeout=60)
+    assert r.returncode == 0 and r.stdout == b"a\n[2, True, False, False]", r.stdout
+    assert (tmp_path / "log").read_bytes() == b"b"

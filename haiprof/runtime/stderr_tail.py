@@ -19,6 +19,7 @@ from ..errors import LINE_OPEN, fd_identity
 
 _LINE_ENDS = (b"\n", b"\r")   # after a carriage return the next line starts at the left margin too
 _OURS = threading.local()     # set while haiprof writes through the same stream (the live status line)
+_LAST_FD = [2]                # the descriptor of the last write watched
 
 
 @contextmanager
@@ -49,14 +50,15 @@ def _raw_file(stream, fd: int):
     return raw
 
 
-def _watch(raw) -> None:
-    write, line_open = raw.write, LINE_OPEN
+def _watch(raw, fd: int) -> None:
+    write, line_open, last_fd = raw.write, LINE_OPEN, _LAST_FD
 
     def tracked_write(b):
         n = write(b)
         if n and not getattr(_OURS, "on", False):   # None (would block) or 0 wrote nothing
             try:
                 line_open[0] = bytes(memoryview(b)[n - 1:n]) not in _LINE_ENDS
+                last_fd[0] = fd
             except (TypeError, ValueError):
                 pass
         return n
@@ -76,17 +78,18 @@ class StderrTail:
         if raw is None:
             return False
         self.ident = fd_identity(2)
-        _watch(raw)
+        _watch(raw, 2)
         self.streams.append(sys.__stderr__)
         out = _raw_file(sys.__stdout__, 1)
         if out is not None and fd_identity(1) == self.ident:
-            _watch(out)
+            _watch(out, 1)
             self.streams.append(sys.__stdout__)
         return True
 
     def line_open(self) -> bool:
         """Whether the script left our stream mid-line now: what python buffered is written first (python would
-        write it at its exit, before our line anyway), and fd 2 must still be the stream we share."""
+        write it at its exit, before our line anyway), and the descriptor of its last write must still be the
+        stream we share (not a file the script pointed it to with dup2)."""
         if self.ident is None:
             return False
         for stream in reversed(self.streams):   # stdout first, as python's exit flushes them
@@ -94,4 +97,4 @@ class StderrTail:
                 stream.flush()
             except (OSError, ValueError, AttributeError):
                 pass
-        return LINE_OPEN[0] and fd_identity(2) == self.ident
+        return LINE_OPEN[0] and fd_identity(_LAST_FD[0]) == self.ident
