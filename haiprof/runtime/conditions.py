@@ -37,13 +37,13 @@ def _installed_torch_version() -> str | None:
         import re
         spec = importlib.util.find_spec("torch")
         folders = list(spec.submodule_search_locations or []) if spec else []
-        for folder in folders:
-            with open(os.path.join(folder, "version.py"), encoding="utf-8") as f:
-                m = re.search(r"^__version__\s*=\s*['\"]([^'\"]+)['\"]", f.read(), re.M)
-            return m.group(1) if m else None
+        if not folders:
+            return None
+        with open(os.path.join(folders[0], "version.py"), encoding="utf-8") as f:
+            m = re.search(r"^__version__\s*=\s*['\"]([^'\"]+)['\"]", f.read(), re.M)
+        return m.group(1) if m else None
     except (OSError, ImportError, ValueError, UnicodeDecodeError):
-        pass
-    return None
+        return None
 
 
 def _seen_without_torch(meta: dict) -> dict:
