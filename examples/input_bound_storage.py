@@ -26,27 +26,38 @@ class ShardReader(Dataset):
         rng = random.Random(0)
         self.where = [(rng.randrange(shards), rng.randrange(SHARD // CHUNK) * CHUNK) for _ in range(n)]
         self.buf = None
+        self.fds, self.pid = {}, os.getpid()   # path -> descriptor, per process
 
     def __len__(self):
         return self.n
 
+    def _open(self, path, direct=True):
+        """The shard's descriptor and whether it bypasses the page cache, opened once and kept (as sharded readers
+        keep theirs: a tar stream, an HDF5 or memory-mapped file), in the process that reads."""
+        if path not in self.fds:
+            try:
+                self.fds[path] = (os.open(path, os.O_RDONLY | os.O_DIRECT), True) if direct and \
+                    hasattr(os, "O_DIRECT") else (os.open(path, os.O_RDONLY), False)
+            except OSError:   # a filesystem without O_DIRECT (tmpfs)
+                self.fds[path] = (os.open(path, os.O_RDONLY), False)
+        return self.fds[path]
+
     def _read(self, path, offset):
         if self.buf is None:
             self.buf = mmap.mmap(-1, CHUNK)  # page-aligned, as O_DIRECT requires
-        try:
-            fd = os.open(path, os.O_RDONLY | getattr(os, "O_DIRECT", 0))
-        except OSError:
-            fd = os.open(path, os.O_RDONLY)
-        try:
+        if self.pid != os.getpid():   # a forked DataLoader worker opens its own descriptors
+            self.fds, self.pid = {}, os.getpid()
+        fd, direct = self._open(path)
+        if direct:
             try:
                 os.preadv(fd, [self.buf], offset)
-            except OSError:  # no O_DIRECT here (tmpfs): drop the cached pages, then read normally
+                return bytes(self.buf[:1024])
+            except OSError:   # O_DIRECT opened but refused: read through the cache from now on
                 os.close(fd)
-                fd = os.open(path, os.O_RDONLY)
-                os.posix_fadvise(fd, offset, CHUNK, os.POSIX_FADV_DONTNEED)
-                os.preadv(fd, [self.buf], offset)
-        finally:
-            os.close(fd)
+                del self.fds[path]
+                fd, direct = self._open(path, direct=False)
+        os.posix_fadvise(fd, offset, CHUNK, os.POSIX_FADV_DONTNEED)   # drop the cached pages, then read
+        os.preadv(fd, [self.buf], offset)
         return bytes(self.buf[:1024])
 
     def __getitem__(self, i):
