@@ -69,7 +69,7 @@ def test_beside_processes_that_keep_every_core_busy_the_sampler_still_stops_clea
     import time
 
     from haiprof.rundir import RunDir
-    from haiprof.runtime.sidecar import Sidecar
+    from haiprof.runtime.sidecar import STOP_WAIT_S, Sidecar
     if os.geteuid() != 0:
         pytest.skip("raising a process's priority needs CAP_SYS_NICE (root here); without it the stop waits longer")
     rd = RunDir.create(tmp_path / "r")
@@ -88,5 +88,6 @@ def test_beside_processes_that_keep_every_core_busy_the_sampler_still_stops_clea
         for h in hogs:
             h.kill()
             h.wait()
-    assert side.proc.returncode == 0, (side.proc.returncode, took)
-    assert took < 1.0, took
+    # ended by itself, before the kill: at nice 19 it got ~1% of a core and was killed at STOP_WAIT_S (-9); how much
+    # sooner depends on how many other processes share the cores (1.1 s under make test-stress's own hogs)
+    assert side.proc.returncode == 0 and took < STOP_WAIT_S, (side.proc.returncode, took)

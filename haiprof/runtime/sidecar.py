@@ -47,6 +47,10 @@ class Snapshots:
         self.next_at = time.monotonic() + every_s
         self.child = None
         self.started = 0.0
+        try:
+            import ctypes  # noqa: F401  (for _low_priority_child, in the forked child)
+        except ImportError:
+            pass
 
     def poll(self) -> None:
         now = time.monotonic()
@@ -77,14 +81,16 @@ class Snapshots:
 
 
 def _low_priority_child() -> None:
-    """In the snapshot child before exec: lowest CPU priority (inherited from the sampler, said again for any other
-    caller), and killed if its parent (this sidecar) dies."""
-    low_priority()
+    """In the snapshot child before exec: killed if its parent (this sidecar) dies, then the lowest CPU priority
+    (inherited from the sampler, said again for any other caller). ctypes is imported by the parent
+    (Snapshots.__init__): imported here, after the fork at nice 19 beside busy cores, it took a second or more,
+    and the next snapshot's spacing (SPACING x the child's time) with it."""
     try:
         import ctypes
         ctypes.CDLL(None).prctl(1, signal.SIGKILL)   # PR_SET_PDEATHSIG
     except (OSError, AttributeError):
         pass
+    low_priority()
 
 
 def low_priority() -> None:
