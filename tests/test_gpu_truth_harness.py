@@ -35,7 +35,7 @@ def test_dry_run_on_cpu_writes_truth_beside_the_scripts_clock(tmp_path):
     out = tmp_path / "truth"
     r = subprocess.run([sys.executable, str(REPO / "benchmarks" / "gpu_truth.py"), "--allow-cpu", "--workloads",
                         str(tmp_path / "none"), "--only", "gpt_tiny", "--out", str(out),
-                        "--workload-args", "--device cpu --steps 24 --warm 8"],
+                        "--workload-args", "--device cpu --steps 24 --warm 8 --batch-size 1"],
                        capture_output=True, text=True, timeout=300, cwd=tmp_path)
     assert r.returncode == 0, r.stdout + r.stderr
     row = json.loads((out / "truth.json").read_text())["gpt_tiny_base"]
