@@ -124,8 +124,11 @@ def worker_cpu(system_samples: list[dict], cores: int) -> dict:
 
 
 def classify(io_finding: dict, loader: Loader, system_samples: list[dict], disk_summary: dict, cores: int,
-             busy: float, idle: float, start_ns: int | None = None) -> dict:
-    """The io finding with the split added to message, evidence and a `recommendation`; fix id stays prefetch."""
+             busy: float, idle: float, start_ns: int | None = None, end_ns: int | None = None,
+             traced=()) -> dict:
+    """The io finding with the split added to message, evidence and a `recommendation`; fix id stays prefetch.
+    start_ns/end_ns: the steady steps' span, traced: (start, end) of the traced steps; the loader's waits and the
+    process's reads are counted within the one and outside the others."""
     thread = loader_thread_busy(loader, start_ns)
     workers = worker_cpu(system_samples, cores)
     declared = loader.declared
@@ -140,7 +143,7 @@ def classify(io_finding: dict, loader: Loader, system_samples: list[dict], disk_
     else:
         mode, share = "num_workers=0: loading on the training thread", thread.get("cpu_share")
     read_rate = _mean([v.get("read_bytes_per_s_mean") for v in disk_summary.values()]) if disk_summary else None
-    proc_read = _proc_read_rate(system_samples)
+    proc_read = _proc_read_rate(system_samples, start_ns, end_ns, traced)
     evidence = {"loader_mode": mode, "loader_cpu_share": share, "loader_thread": thread, "workers": workers,
                 "proc_read_bytes_per_s": proc_read, "disk_read_bytes_per_s": read_rate, "cores": cores,
                 "thresholds": {"busy": busy, "idle": idle}}
@@ -176,8 +179,27 @@ def classify(io_finding: dict, loader: Loader, system_samples: list[dict], disk_
                   recommendation=rec, fixes=list(io_finding.get("fixes") or ["prefetch"]))
 
 
-def _proc_read_rate(samples: list[dict]) -> float | None:
+def _proc_read_rate(samples: list[dict], start_ns: int | None = None, end_ns: int | None = None,
+                    exclude=()) -> float | None:
+    """The training process tree's reads, bytes/s, over the sampling intervals that overlap the steady steps
+    (start_ns..end_ns) and none of the `exclude` spans (the traced steps: the profiler loads its libraries). Not
+    over the whole run: at start-up torch's import reads tens of MB of libraries from a cold page cache, and a
+    loader that only waits (a remote fetch, a lock) was called storage-bound for reads it never made. None
+    without such an interval."""
     s = [x for x in samples if "t_ns" in x and "proc_read_bytes" in x]
-    if len(s) < 2 or s[-1]["t_ns"] <= s[0]["t_ns"]:
+    if len(s) < 2:
         return None
-    return max(0, s[-1]["proc_read_bytes"] - s[0]["proc_read_bytes"]) / ((s[-1]["t_ns"] - s[0]["t_ns"]) / 1e9)
+    t = np.array([x["t_ns"] for x in s], dtype=np.int64)
+    read = np.array([x["proc_read_bytes"] for x in s], dtype=np.float64)
+    a, b = t[:-1], t[1:]
+    keep = b > a
+    if start_ns is not None:
+        keep &= b > start_ns
+    if end_ns is not None:
+        keep &= a < end_ns
+    for lo, hi in exclude:
+        keep &= ~((a < hi) & (b > lo))
+    span = int((b - a)[keep].sum())
+    if span <= 0:
+        return None
+    return max(0.0, float(np.diff(read)[keep].clip(min=0).sum())) / (span / 1e9)

@@ -113,6 +113,30 @@ def test_split_idle_without_reads_is_called_latency():
     assert out["evidence"]["input_bound"] == "storage" and "latency-bound" in out["message"]
 
 
+def test_reads_are_counted_over_the_steady_steps_not_the_start_up_or_the_traced_ones():
+    """A loader that only waits (examples/input_bound.py sleeps 3 ms a sample) on a machine whose page cache was
+    cold: torch's import read 30 MB at start-up and the profiler's libraries 9 MB in the traced steps; nothing
+    was read while the steady steps ran. Over the whole run that was 4 MiB/s and "storage-bound"; over the steady
+    steps it is nothing: latency-bound. A loader that reads in its steady steps is still storage-bound."""
+    def system(steady_read_per_sample):
+        out, read = [], 0
+        for i in range(20):   # a sample every 0.5 s; steady steps from 2 s to 10 s, traced 3-4 s
+            t = i * 500 * MS
+            read += 30 << 20 if i == 1 else 9 << 20 if i == 7 else steady_read_per_sample if 4 <= i <= 19 else 0
+            out.append({"t_ns": t, "proc_read_bytes": read})
+        return out
+
+    window = dict(start_ns=2000 * MS, end_ns=10_000 * MS, traced=[(3000 * MS, 3500 * MS), (3500 * MS, 4000 * MS)])
+    loader = _loader([[r[0], r[1] + 2000 * MS, r[2] + 2000 * MS, *r[3:]] for r in _dl_records(0.05, n=60)])
+    waits = input_split.classify(IO, loader, system(0), {}, 4, 0.7, 0.5, **window)
+    assert waits["evidence"]["input_split"]["proc_read_bytes_per_s"] == 0.0 and "latency-bound" in waits["message"]
+    whole_run = input_split.classify(IO, loader, system(0), {}, 4, 0.7, 0.5)   # no window: as before
+    assert whole_run["evidence"]["input_split"]["proc_read_bytes_per_s"] > 4 << 20
+    reads = input_split.classify(IO, loader, system(40 << 20), {}, 4, 0.7, 0.5, **window)
+    rate = reads["evidence"]["input_split"]["proc_read_bytes_per_s"]
+    assert rate == pytest.approx(80 << 20, rel=0.01) and "storage-bound" in reads["message"], rate
+
+
 def test_energy_follows_the_device_partition_on_cuda_runs():
     """A DataLoader wait the GPU computed through is no energy spent waiting: the device's spans are its busy
     time and the host's phases only explain the gaps (the time partition's rule, applied to joules)."""

@@ -85,14 +85,16 @@ def refine_io(findings: list, records: list, loader_waits, all_steps: list, samp
     if not any(f.get("kind") == "io" for f in findings):
         return findings
     steady = steady_steps(all_steps, T.WARMUP_STEPS)
-    start = int(steady.start_ns[0]) if len(steady) else None
+    start, end = (int(steady.start_ns[0]), int(steady.end_ns[-1])) if len(steady) else (None, None)
+    traced = list(zip(all_steps.start_ns[all_steps.traced].tolist(), all_steps.end_ns[all_steps.traced].tolist())) \
+        if len(all_steps) else []
     cores = meta.get("cpu_affinity") or meta.get("cpu_count") or os.cpu_count() or 1
     loader = loader_evidence(loader_waits, records)
     out = []
     for f in findings:
         if f.get("kind") == "io":
             f = input_split.classify(f, loader, samples.get("system", []), hw_summary.get("disks", {}), cores,
-                                     T.LOADER_CPU_BUSY, T.LOADER_CPU_IDLE, start)
+                                     T.LOADER_CPU_BUSY, T.LOADER_CPU_IDLE, start, end, traced)
         out.append(f)
     return out
 
