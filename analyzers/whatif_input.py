@@ -76,7 +76,8 @@ def _storage_reads(s: dict, cpu_fraction: float | None) -> float | None:
     if cpu_fraction is None or cpu_fraction >= CPU_BOUND_FRACTION:
         return None
     split = (_finding(s, "io").get("evidence") or {}).get("input_split") or {}
-    rate = split.get("proc_read_bytes_per_s") or split.get("disk_read_bytes_per_s")
+    rate = split.get("proc_read_bytes_per_s")   # the process's own reads; a measured 0 is no reading, not unknown
+    rate = rate if rate is not None else split.get("disk_read_bytes_per_s")
     return rate if rate and rate >= MIN_READ_RATE else None
 
 

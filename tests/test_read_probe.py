@@ -94,6 +94,18 @@ def test_a_measured_parallel_read_rate_sets_the_storage_loaders_prediction():
     assert q["step_after_s"] == pytest.approx(0.08 * 0.57 / 0.9) and q["step_after_s"] < 0.08 / 0.9
 
 
+def test_a_process_that_read_nothing_is_not_predicted_from_the_disks_rate():
+    """proc_read_bytes_per_s 0: the training processes read nothing in the steady steps (a loader that waits on a
+    remote fetch); the disk's rate over the whole run (another process, torch's import) is not the loader's."""
+    s = _storage_run()
+    split = s["findings"][0]["evidence"]["input_split"]
+    split.update(proc_read_bytes_per_s=0.0, disk_read_bytes_per_s=84 * 2**20)
+    p = whatif.predict("prefetch", s)
+    assert "local storage" not in p["assumed"] and whatif.read_probe_readers(s) is None, p["assumed"]
+    split.pop("proc_read_bytes_per_s")   # not measured: the disk's rate is the evidence left
+    assert "local storage" in whatif.predict("prefetch", s)["assumed"]
+
+
 def test_the_probe_is_kept_in_the_run_directory_and_measured_only_on_the_same_machine(tmp_path, monkeypatch):
     from haiprof.analysis import read_parallel
     from haiprof.collectors.matmul_peak import cpu_model
