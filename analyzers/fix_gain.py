@@ -252,4 +252,6 @@ def _range(p: dict) -> str:
     whose slow end is slower than now says so rather than print a negative share."""
     if p["low_share"] < 0 and p.get("range"):
         return p["range"]
+    if round(100 * p["low_share"]) == round(100 * p["high_share"]):
+        return "no range"
     return f"range {p['low_share'] * 100:.0f}-{p['high_share'] * 100:.0f}% of the step"

@@ -292,7 +292,10 @@ def combined(preds: dict, applied: list) -> dict | None:
 
 
 def range_text(p: dict) -> str:
-    """A prediction's range; one that may end slower than now says so."""
+    """A prediction's range; one that may end slower than now says so, one whose ends round to the same figure
+    (nothing it assumes was given a spread) says that instead of "range 89-89%"."""
+    if round(100 * p["low_share"]) == round(100 * p["high_share"]):
+        return "no range: its assumptions give one figure"
     if p["low_share"] >= 0:
         return f"range {100 * p['low_share']:.0f}-{100 * p['high_share']:.0f}%"
     return f"range {100 * -p['low_share']:.0f}% slower to {100 * p['high_share']:.0f}% faster"

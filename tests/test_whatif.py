@@ -401,3 +401,12 @@ def test_cpu_amp_and_compile_are_bounded_by_the_compute_headroom_the_mfu_shows()
     busy = whatif.predict("compile", {**fused, "efficiency": {"mfu": 0.9}})
     assert busy["gain_share"] == pytest.approx(0.05) and busy["high_share"] == pytest.approx(0.1)
     assert "which fusion cannot remove" in busy["assumed"]
+
+
+def test_a_prediction_whose_ends_round_to_one_figure_says_no_range():
+    """A latency-bound loader's prefetch (nothing it assumes is given a spread) printed "range 89-89%"."""
+    one = {"gain_share": 0.891, "low_share": 0.8905, "high_share": 0.8912, "step_s": 0.1174, "assumed": "x"}
+    assert whatif.range_text(one) == "no range: its assumptions give one figure"
+    assert "(89% of the step, no range: its assumptions give one figure)" in whatif.quote(one)
+    assert whatif.range_text({**one, "low_share": 0.25}) == "range 25-89%"
+    assert whatif.range_text({**one, "low_share": -0.1}) == "range 10% slower to 89% faster"

@@ -50,10 +50,7 @@ def _gain(g: dict) -> list:
     p = g.get("predicted")
     if p and p.get("measured_step_after_s"):
         rows.append(_cells("predicted before the fix (what-if of the baseline)", _ms(p["step_before_s"]),
-                           f"{_ms(p['step_after_pred_s'])} ("
-                           + (p["range"] if p["low_share"] < 0 and p.get("range") else
-                              f"range {100 * p['low_share']:.0f}–{100 * p['high_share']:.0f}% of the baseline's time")
-                           + ")",
+                           f"{_ms(p['step_after_pred_s'])} ({_predicted_range(p)})",
                            f"measured {_ms(p['measured_step_after_s'])}: off by {p['error_points']:.0f} points"))
     if g.get("wall_time_before_s") and g.get("wall_time_after_s"):
         same = g.get("steps_before") == g.get("steps_after")
@@ -131,3 +128,13 @@ def page(result: dict, name_a: str, name_b: str, notes: list[str] = ()) -> str:
     return render(TEMPLATE, "page", regression=gain.get("message"), notes=list(notes),
                   runs=[("A (before)", name_a, cmp["before"]), ("B (after)", name_b, cmp["after"])], body=body,
                   scripts=plotly_inline.scripts(with_hover(figs)))
+
+
+def _predicted_range(p: dict) -> str:
+    """The prediction's range as the what-if said it: one that may end slower says so; ends that round to one
+    figure are no range."""
+    if p["low_share"] < 0 and p.get("range"):
+        return p["range"]
+    if round(100 * p["low_share"]) == round(100 * p["high_share"]):
+        return "no range"
+    return f"range {100 * p['low_share']:.0f}–{100 * p['high_share']:.0f}% of the baseline's time"
