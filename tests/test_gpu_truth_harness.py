@@ -3,7 +3,6 @@ script's own clock starts, and it writes the verdict and steady step time beside
 import json
 import subprocess
 import sys
-from pathlib import Path
 
 import pytest
 
