@@ -202,4 +202,4 @@ def _proc_read_rate(samples: list[dict], start_ns: int | None = None, end_ns: in
     span = int((b - a)[keep].sum())
     if span <= 0:
         return None
-    return max(0.0, float(np.diff(read)[keep].clip(min=0).sum())) / (span / 1e9)
+    return float(np.diff(read)[keep].clip(min=0).sum()) / (span / 1e9)   # a counter reset adds nothing

@@ -86,8 +86,7 @@ def refine_io(findings: list, records: list, loader_waits, all_steps: list, samp
         return findings
     steady = steady_steps(all_steps, T.WARMUP_STEPS)
     start, end = (int(steady.start_ns[0]), int(steady.end_ns[-1])) if len(steady) else (None, None)
-    traced = list(zip(all_steps.start_ns[all_steps.traced].tolist(), all_steps.end_ns[all_steps.traced].tolist())) \
-        if len(all_steps) else []
+    traced = list(zip(all_steps.start_ns[all_steps.traced].tolist(), all_steps.end_ns[all_steps.traced].tolist()))
     cores = meta.get("cpu_affinity") or meta.get("cpu_count") or os.cpu_count() or 1
     loader = loader_evidence(loader_waits, records)
     out = []
