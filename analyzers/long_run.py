@@ -120,7 +120,9 @@ def _period(values: np.ndarray, tolerance, report: np.ndarray | None = None) -> 
     for candidate in np.unique(np.round(values, 6)):
         close = np.abs(values - candidate) <= tolerance(candidate)
         share = float(np.mean(close))
-        if share > agree:
+        # three intervals that agree, whatever share they are: two (16 and 15 among 16, 85, 15) are a busy
+        # machine's slow steps pairing up by chance, as often as not
+        if share > agree and close.sum() >= MIN_STALLS - 1:
             best, agree = float(np.median(report[close])), share
     return (best, agree) if best is not None and agree >= PERIOD_AGREE else None
 

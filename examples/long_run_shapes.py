@@ -35,7 +35,9 @@ def main():
         if args.shape == "drift":
             replay.append(x.clone())
             loss = loss + 1e-9 * sum(float(b.sum()) for b in replay)   # O(step) Python work each step
-            time.sleep(4e-5 * step)                                    # ... and a growing host-side scan
+            # ... and a growing host-side wait, the larger part: a busy machine moves the Python work above
+            # (its cost followed a neighbour's load up and down), not the waiting
+            time.sleep(8e-5 * step)
         loss.backward()
         opt.step()
         if args.shape == "stall" and step % 50 == 49:

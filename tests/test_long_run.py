@@ -111,6 +111,19 @@ def test_a_stall_at_the_profilers_own_period_is_said_to_be_its_own():
     assert g and g["severity"] != "info" and g["evidence"]["profiler_own"] is None
 
 
+def test_two_pairs_of_slow_steps_are_no_period():
+    """Seen in the suite: a run with no stall beside busy cores, 4 slow steps (24 ms against 6.8 ms) at steps 39,
+    55, 140 and 155. Intervals 16, 85 and 15: two agree, by chance. It was called "a stall every 16 steps" and,
+    at 5% of the run, took the verdict. A period needs three intervals that agree."""
+    d = steady(n=160, ms=6.8)
+    for i in (39, 55, 140, 155):
+        d[i] = 24 * MS
+    assert L.periodic_stalls(d, starts(d)) is None
+    d[71] = d[87] = d[103] = d[119] = 24 * MS   # the grid filled in: a period of 16 (15 and 16 within a step)
+    f = L.periodic_stalls(d, starts(d))
+    assert f and f["evidence"]["period_steps"] == 16, f
+
+
 def test_a_busy_moment_off_the_period_is_not_counted_as_one_of_its_stalls():
     """Checkpoints every 50 steps and one step of a busy moment, slow enough to be a stall but 38 steps after the
     last checkpoint: the period's stalls are the checkpoints alone (seen in the suite: 6 counted of 5)."""
