@@ -63,6 +63,46 @@ def in_parallel(*calls):
         return [f.result() for f in futures]
 
 
+def shared_once(tmp_path_factory, name: str, make):
+    """`make(directory)` once per pytest run, its result (JSON, or a CompletedProcess) kept beside it: the xdist
+    workers share it. The first worker to ask makes it while the others wait on a lock, then they read it. The
+    session fixtures below are read by files on both workers, and each used to make them twice. Outside xdist,
+    the session's own temporary directory (one run's, never an earlier run's)."""
+    import fcntl
+    base = tmp_path_factory.getbasetemp()
+    root = (base.parent if os.environ.get("PYTEST_XDIST_WORKER") else base) / "shared-once"
+    root.mkdir(exist_ok=True)
+    d, done = root / name, root / f"{name}.json"
+    with open(root / f"{name}.lock", "w") as lock:
+        fcntl.flock(lock, fcntl.LOCK_EX)
+        if not done.exists():
+            if d.exists():   # a worker whose make failed left it half made
+                import shutil
+                shutil.rmtree(d)
+            d.mkdir()
+            result = make(d)
+            tmp = done.with_suffix(".tmp")
+            tmp.write_text(json.dumps(_as_json(result)))
+            tmp.replace(done)
+    return d, _from_json(json.loads(done.read_text()))
+
+
+def _as_json(x):
+    if isinstance(x, subprocess.CompletedProcess):
+        return {"__process__": [list(map(str, x.args)), x.returncode, x.stdout, x.stderr]}
+    if isinstance(x, (list, tuple)):
+        return [_as_json(v) for v in x]
+    return x
+
+
+def _from_json(x):
+    if isinstance(x, dict) and "__process__" in x:
+        return subprocess.CompletedProcess(*x["__process__"])
+    if isinstance(x, list):
+        return [_from_json(v) for v in x]
+    return x
+
+
 ARTIFACTS = Path(os.environ.get("HAIPROF_TEST_ARTIFACTS", REPO / "test-artifacts"))
 
 
@@ -113,34 +153,40 @@ def seeded(tmp_path_factory):
     """seeded_train.py once under plain python and once under `haiprof run --quiet` (default tracing window), side
     by side: (plain result, run directory, haiprof's result). Shared by the tests of several files that only read
     them; a test that changes the run directory works on a copy."""
-    out = tmp_path_factory.mktemp("seeded") / "run"
-    plain, r = in_parallel(lambda: run_python(SCRIPTS / "seeded_train.py"),
-                           lambda: run_haiprof("run", "--quiet", "--out", out, SCRIPTS / "seeded_train.py"))
+    def make(d):
+        return in_parallel(lambda: run_python(SCRIPTS / "seeded_train.py"),
+                           lambda: run_haiprof("run", "--quiet", "--out", d / "run", SCRIPTS / "seeded_train.py"))
+    d, (plain, r) = shared_once(tmp_path_factory, "seeded", make)
     assert plain.returncode == 0, plain.stderr
     assert r.returncode == 0, r.stderr
-    return plain, out, r
+    return plain, d / "run", r
 
 
 @pytest.fixture(scope="session")
 def seeded_sampled(tmp_path_factory):
     """seeded_train.py under `haiprof run --quiet --sample-interval 0.1`: the run directory, for the whole session.
     Tests only read it; one that changes it works on a copy."""
-    out = tmp_path_factory.mktemp("seeded-sampled") / "run"
-    r = run_haiprof("run", "--quiet", "--sample-interval", "0.1", "--out", out, SCRIPTS / "seeded_train.py")
+    d, r = shared_once(tmp_path_factory, "seeded-sampled", lambda d: run_haiprof(
+        "run", "--quiet", "--sample-interval", "0.1", "--out", d / "run", SCRIPTS / "seeded_train.py"))
     assert r.returncode == 0, r.stderr
-    return out
+    return d / "run"
 
 
 @pytest.fixture(scope="session")
 def fix_pair(tmp_path_factory):
     """fix_workload.py --steps 12 under `haiprof run --quiet` (base/) and then, beside it, with --fix fused-optim
     (fixed/, whose baseline is base/): their parent directory, for the whole session. Tests only read or copy them."""
-    parent = tmp_path_factory.mktemp("fix-pair")
     workload, args = SCRIPTS / "fix_workload.py", ["--steps", "12"]
-    r = run_haiprof("run", "--quiet", "--out", parent / "base", workload, *args)
-    assert r.returncode == 0, r.stderr
-    r = run_haiprof("run", "--quiet", "--fix", "fused-optim", "--out", parent / "fixed", workload, *args, timeout=400)
-    assert r.returncode == 0, r.stderr
+
+    def make(parent):
+        base = run_haiprof("run", "--quiet", "--out", parent / "base", workload, *args)
+        if base.returncode:
+            return [base, None]
+        return [base, run_haiprof("run", "--quiet", "--fix", "fused-optim", "--out", parent / "fixed", workload,
+                                  *args, timeout=400)]
+    parent, (base, fixed) = shared_once(tmp_path_factory, "fix-pair", make)
+    assert base.returncode == 0, base.stderr
+    assert fixed.returncode == 0, fixed.stderr
     return parent
 
 
@@ -154,16 +200,22 @@ def gpu_reports(tmp_path_factory):
     machine, so those not yet made run two at a time. Tests only read the directories."""
     import shutil
     from concurrent.futures import ThreadPoolExecutor
-    runs, base, done = GPU_RUNS / "h100-2026-11-22", tmp_path_factory.mktemp("gpu-runs"), {}
+    runs, done = GPU_RUNS / "h100-2026-11-22", {}
     if not runs.is_dir():   # a checkout without the recordings beside it: as test_gpu_runs.py, skipped and said
         pytest.skip(f"no recorded GPU runs at {runs}")
 
-    def report(name):
-        d = base / name
+    def copy_and_report(parent, name):
+        d = parent / name
         shutil.copytree(runs / name, d)
         for p in [d, *d.rglob("*")]:
             p.chmod(0o755 if p.is_dir() else 0o644)
-        return d, run_haiprof("report", "--quiet", d, timeout=300)
+        return run_haiprof("report", "--quiet", d, timeout=300)
+
+    tmp_path_factory.getbasetemp()   # made here, once: the pool's two threads would race to make it
+
+    def report(name):
+        parent, r = shared_once(tmp_path_factory, f"gpu-run-{name}", lambda parent: copy_and_report(parent, name))
+        return parent / name, r
 
     def get(names):
         todo = [n for n in names if n not in done]
@@ -180,12 +232,13 @@ EXAMPLE_ARGS = {"input_bound.py": ["--batches", "25"], "compute_bound.py": ["--s
 def example_run(tmp_path_factory):
     """`example_run(name)`: one `haiprof run` of a bundled example (EXAMPLE_ARGS, verdict on stderr) for the whole
     session, (run directory, result); several files' tests read it, none changes it."""
-    parent, done = tmp_path_factory.mktemp("examples"), {}
+    done = {}
 
     def get(example):
         if example not in done:
-            out = parent / example
-            done[example] = out, run_haiprof("run", "--out", out, EXAMPLES / example, *EXAMPLE_ARGS[example])
+            parent, r = shared_once(tmp_path_factory, f"example-{example}", lambda parent: run_haiprof(
+                "run", "--out", parent / example, EXAMPLES / example, *EXAMPLE_ARGS[example]))
+            done[example] = parent / example, r
         return done[example]
     return get
 
