@@ -24,6 +24,7 @@ import gzip
 import os
 import shutil
 import sys
+import threading
 import time
 from pathlib import Path
 from typing import Callable
@@ -66,6 +67,32 @@ def _stderr_to(path: Path):
     finally:
         os.dup2(saved, 2)
         os.close(saved)
+
+
+@contextlib.contextmanager
+def _inductor_left_unimported():
+    """torch.profiler's start asks `hasattr(torch, "_inductor")` to read inductor's CUDA-graph setting, and torch's
+    lazy attribute imports torch._inductor and torch._dynamo to answer: ~2 s on the training thread, mid-step, in a
+    script that compiles nothing (a script with a torch.optim optimizer has imported them already). Not imported
+    means nothing compiled, so nothing to read: on this thread, for this call, the attribute answers "absent"."""
+    import torch
+    lazy = torch.__dict__.get("__getattr__")
+    if "torch._inductor" in sys.modules or not callable(lazy):
+        yield
+        return
+    ours = threading.get_ident()
+
+    def lazy_but_not_inductor_here(name):
+        if name == "_inductor" and threading.get_ident() == ours:
+            raise AttributeError(name)
+        return lazy(name)
+
+    torch.__getattr__ = lazy_but_not_inductor_here
+    try:
+        yield
+    finally:
+        if torch.__dict__.get("__getattr__") is lazy_but_not_inductor_here:
+            torch.__getattr__ = lazy
 
 
 class TraceWindow:
@@ -184,7 +211,8 @@ class TraceWindow:
                                schedule=schedule(wait=0, warmup=1, active=self.active_steps, repeat=1))
             finally:
                 _OWN_BUILDS[0] -= 1
-            prof.start()
+            with _inductor_left_unimported():
+                prof.start()
         self._prof, self._start_step = prof, completed
         if self.python_stacks:
             self._watch_gc()

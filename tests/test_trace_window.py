@@ -290,3 +290,30 @@ def test_every_requested_cuda_window_detaches_cupti_too(tmp_path, monkeypatch):
     assert (tmp_path / "trace-step10.json.gz").is_file() and (tmp_path / "trace-step20.json.gz").is_file()
     assert [r[3] for r in records if r[0] == "@trace-window"] == [10, 20]
     assert "TEARDOWN_CUPTI" not in os.environ
+
+
+MANUAL_UPDATES = """\
+import sys, torch
+model = torch.nn.Linear(32, 32)
+x = torch.randn(16, 32)
+for step in range(10):
+    loss = model(x).pow(2).mean()
+    loss.backward()
+    with torch.no_grad():   # updated by hand: no torch.optim, which would import torch._dynamo itself
+        for p in model.parameters():
+            p -= 0.01 * p.grad
+            p.grad = None
+print("compiler loaded:", "torch._dynamo" in sys.modules or "torch._inductor" in sys.modules)
+"""
+
+
+def test_the_window_does_not_load_the_compiler_into_a_script_that_never_did(tmp_path):
+    # torch.profiler's start asks for torch._inductor, whose lazy import (with torch._dynamo) took ~2 s of one
+    # step on this script's training thread; under python neither is ever loaded
+    script, out = tmp_path / "manual.py", tmp_path / "manual"
+    script.write_text(MANUAL_UPDATES)
+    r = run_haiprof("run", "--quiet", "--out", out, script)
+    assert (r.returncode, r.stdout) == (0, "compiler loaded: False\n"), r.stderr
+    st = _trace_status(out)
+    assert st["available"] and "3 step(s) traced" in st["reason"], st
+    assert _traced_indices(out)
