@@ -20,6 +20,7 @@ import statistics
 
 from . import thresholds as T
 from .steps import leading_slow
+from .whatif import range_text
 
 COMPILE_TYPE = ("compile", "cuda-graphs")
 
@@ -248,10 +249,5 @@ def text_lines(gain: dict) -> list[str]:
 
 
 def _range(p: dict) -> str:
-    """The prediction's range as every surface says it (whatif.range_text, carried in the prediction); a range
-    whose slow end is slower than now says so rather than print a negative share."""
-    if p["low_share"] < 0 and p.get("range"):
-        return p["range"]
-    if round(100 * p["low_share"]) == round(100 * p["high_share"]):
-        return "no range"
-    return f"range {p['low_share'] * 100:.0f}-{p['high_share'] * 100:.0f}% of the step"
+    """The prediction's range in the words the what-if said it (whatif.range_text, carried in the prediction)."""
+    return p.get("range") or range_text(p)

@@ -159,7 +159,7 @@ def test_a_fixed_run_says_what_was_predicted_beside_what_it_measured():
     p = {"step_s": 0.0302, "step_before_s": 0.0302, "step_after_pred_s": 0.0209, "low_share": 0.0,
          "high_share": 0.58, "measured_step_after_s": 0.0386, "error_points": 58.6}
     lines = G.text_lines({"predicted": p})
-    assert ("predicted before the fix: step 30.2 -> 20.9 ms (range 0-58% of the step); measured 38.6 ms: off by 59 "
+    assert ("predicted before the fix: step 30.2 -> 20.9 ms (range 0-58%); measured 38.6 ms: off by 59 "
             "points of the baseline step") in lines, lines
 
 

@@ -283,6 +283,23 @@ def test_a_range_reaching_a_slower_step_is_said_so_beside_the_measured_one():
     assert "slower to" in cells and "range -" not in cells
 
 
+@pytest.mark.parametrize("low,high", [(0.8905, 0.8912), (0.25, 0.89), (-0.1, 0.89)])
+def test_the_console_and_the_page_quote_the_range_the_what_if_said(low, high):
+    # the range was worded three times ("no range" / "no range: its assumptions give one figure"; "of the step" /
+    # "of the baseline's time"); the what-if words it once and the fixed run's line and page cell quote it
+    from haiprof.analyzers.fix_gain import text_lines
+    from haiprof.render.before_after import _gain
+
+    pred = whatif.combined({"prefetch": {"fix": "prefetch", "gain_share": 0.891, "low_share": low, "high_share": high,
+                                         "step_s": 0.1174, "assumed": "x"}}, ["prefetch"])
+    p = {**pred, "step_before_s": 0.1174, "step_after_pred_s": 0.0128, "measured_step_after_s": 0.02,
+         "error_points": 6.2}
+    line = next(x for x in text_lines({"predicted": p}) if x.startswith("predicted before the fix"))
+    cells = [c[0] for row in _gain({"predicted": p}) for c in row]
+    assert f"12.8 ms ({whatif.range_text(pred)}); measured" in line, line
+    assert any(c.endswith(f"({whatif.range_text(pred)})") for c in cells), cells
+
+
 def _h2d_run(probe: dict | None = None) -> dict:
     """The recorded h2d_base in its figures: a 30.2 ms step waiting 97% for input, 77 MB a step copied from
     pageable memory at 9.2 GB/s, loading on the training thread."""

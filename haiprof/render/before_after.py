@@ -50,7 +50,7 @@ def _gain(g: dict) -> list:
     p = g.get("predicted")
     if p and p.get("measured_step_after_s"):
         rows.append(_cells("predicted before the fix (what-if of the baseline)", _ms(p["step_before_s"]),
-                           f"{_ms(p['step_after_pred_s'])} ({_predicted_range(p)})",
+                           f"{_ms(p['step_after_pred_s'])}{_predicted_range(p)}",
                            f"measured {_ms(p['measured_step_after_s'])}: off by {p['error_points']:.0f} points"))
     if g.get("wall_time_before_s") and g.get("wall_time_after_s"):
         same = g.get("steps_before") == g.get("steps_after")
@@ -131,10 +131,6 @@ def page(result: dict, name_a: str, name_b: str, notes: list[str] = ()) -> str:
 
 
 def _predicted_range(p: dict) -> str:
-    """The prediction's range as the what-if said it: one that may end slower says so; ends that round to one
-    figure are no range."""
-    if p["low_share"] < 0 and p.get("range"):
-        return p["range"]
-    if round(100 * p["low_share"]) == round(100 * p["high_share"]):
-        return "no range"
-    return f"range {100 * p['low_share']:.0f}–{100 * p['high_share']:.0f}% of the baseline's time"
+    """The prediction's range in the what-if's own words (analyzers/whatif.range_text, carried in the
+    prediction): worded once, for the console and the page alike."""
+    return f" ({p['range']})" if p.get("range") else ""
