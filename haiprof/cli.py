@@ -65,7 +65,7 @@ def main(argv: list[str] | None = None) -> int:
 
 
 def _main(argv: list[str] | None = None) -> int:
-    from .runtime.launcher import LaunchError
+    from .runtime.target_check import LaunchError
     from .rundir import NotARunDir, OutDirError
 
     argv = list(sys.argv[1:] if argv is None else argv)

@@ -173,6 +173,23 @@ def test_dash_m_finds_modules_in_the_current_directory(tmp_path):
     assert json.loads(ours.stdout) == json.loads(plain.stdout)
 
 
+def test_python_dash_m_haiprof_keeps_the_users_files_to_the_users_script(tmp_path):
+    """`python -m haiprof` puts the working directory first on sys.path: a user's orjson.py there stopped haiprof
+    before the script ran (exit 1, python: 0), a pandas.py lost the report; and checking `-m pkg.mod` imported
+    pkg in haiprof's own process, so pkg/__init__.py ran twice."""
+    shutil.copytree(SCRIPTS / "pkg", tmp_path / "pkg")
+    (tmp_path / "pkg" / "__init__.py").write_text("print('pkg/__init__ ran')\n")
+    for name in ("orjson", "pandas", "msgspec"):   # haiprof's dependencies, standing in the user's folder
+        (tmp_path / f"{name}.py").write_text(f"raise ImportError('the user\\'s own {name}.py')\n")
+    ours, plain = in_parallel(
+        lambda: subprocess.run([*HAIPROF, "run", "--quiet", "--trace-steps", "0", "--out", str(tmp_path / "r"),
+                                "-m", "pkg.mod", "4"], cwd=tmp_path, capture_output=True, text=True, timeout=120),
+        lambda: _python("-m", "pkg.mod", "4", cwd=tmp_path))
+    assert (ours.returncode, plain.returncode) == (4, 4), ours.stderr
+    assert ours.stdout == plain.stdout and plain.stdout.startswith("pkg/__init__ ran\n{"), ours.stdout
+    assert load_summary(tmp_path / "r")["exit_code"] == 4 and (tmp_path / "r" / "report.html").is_file()
+
+
 # -- 8: hang-ups and Ctrl-C during teardown ---------------------------------------------------------------------
 def _start_loop(out):
     proc = subprocess.Popen([*HAIPROF, "run", "--out", str(out), str(SCRIPTS / "exits.py"), "loop", "100000"],

@@ -93,7 +93,7 @@ def rewrite(argv: list[str], run_dir: Path, steps, sample_interval: float, trace
         raise _user_error("--no-python starts a program that is not Python: haiprof can only profile Python ranks")
     user = (["-m", args.training_script] if args.module else [args.training_script]) + list(args.training_script_args)
     script, module = (None, user[1]) if args.module else (user[0], None)
-    launcher._check_target(script, module)   # a bad target fails here, once, not once per rank
+    launcher._check_target(script, module, run_parents=False)   # a bad target fails here, once, not once per rank
     ours = ["--run-dir", str(run_dir.resolve()), "--sample-interval", str(sample_interval),
             "--trace-steps", str(trace_steps)]
     if steps:

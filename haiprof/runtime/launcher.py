@@ -16,16 +16,7 @@ from dataclasses import dataclass
 from types import TracebackType
 
 from . import call_path, shadowing
-
-
-class LaunchError(Exception):
-    """The target cannot be started at all (missing file, unknown module): python's own line, with its exit status
-    (`line`, `exit_code`), since haiprof stands in for `python SCRIPT` / `python -m MODULE`."""
-
-    def __init__(self, message: str, exit_code: int = 1):
-        super().__init__(message)
-        self.exit_code = exit_code
-        self.line = f"{sys.executable}: {message}"
+from .target_check import ScriptSyntaxError, _check_target, _compile, _is_zipapp, _module_path0
 
 
 class Terminated(BaseException):
@@ -48,115 +39,6 @@ class Outcome:
     how: str                      # "exit" | "exception" | "sigint" | "sigterm" | "sighup" | "step-limit"
     reraise_signal: int | None = None
     error: str | None = None      # one line, for the report: "ValueError: bad shape"
-
-
-class ScriptSyntaxError(Exception):
-    """The script does not compile: `text` is python's own caret display, printed as python would (exit 1)."""
-
-    def __init__(self, exc: SyntaxError):
-        super().__init__(str(exc))
-        self.text = "".join(traceback.format_exception_only(type(exc), exc))
-
-
-def _module_path0() -> str:
-    return os.getcwd()   # python -m puts the current directory first on sys.path
-
-
-def _check_target(script: str | None, module: str | None) -> None:
-    if module is not None:
-        saved = sys.path[0] if sys.path else None
-        if sys.path:
-            sys.path[0] = _module_path0()
-        else:
-            sys.path.append(_module_path0())
-        try:
-            _check_module(module)
-        finally:
-            if saved is not None:
-                sys.path[0] = saved
-        return
-    if not os.path.exists(script):
-        raise LaunchError(f"can't open file {os.path.abspath(script)!r}: [Errno 2] No such file or directory", 2)
-    if os.path.isdir(script) and not os.path.exists(os.path.join(script, "__main__.py")):
-        raise LaunchError(f"can't find '__main__' module in {os.path.abspath(script)!r}")
-    if _is_zipapp(script):   # a .pyz / zip with __main__.py: python runs it from the archive
-        import zipfile
-        try:
-            with zipfile.ZipFile(script) as z:
-                has_main = "__main__.py" in z.namelist() or "__main__.pyc" in z.namelist()
-        except (OSError, zipfile.BadZipFile) as e:
-            raise LaunchError(f"can't read {os.path.abspath(script)!r}: {e}") from None
-        if not has_main:
-            raise LaunchError(f"can't find '__main__' module in {os.path.abspath(script)!r}")
-    elif os.path.isfile(script):
-        _compile(script)
-
-
-def _check_module(module: str) -> None:
-    """runpy._get_module_details' checks, with its messages, made before anything runs: a package's own code is
-    not run here (its `__main__` is looked for in its folders), only the parents of a dotted name are imported,
-    as find_spec (and python) does."""
-    import importlib.util
-    from importlib.machinery import PathFinder
-    if module.startswith("."):
-        raise LaunchError("Relative module names not supported")
-    try:
-        spec = importlib.util.find_spec(module)
-    except (ImportError, AttributeError, TypeError, ValueError) as ex:
-        msg = f"Error while finding module specification for {module!r} ({type(ex).__name__}: {ex})"
-        if module.endswith(".py"):
-            msg += f". Try using '{module[:-3]}' instead of '{module}' as the module name."
-        raise LaunchError(msg) from None
-    if spec is None:
-        raise LaunchError(f"No module named {module}")
-    if spec.submodule_search_locations is not None:
-        if module == "__main__" or module.endswith(".__main__"):
-            raise LaunchError("Cannot use package as __main__ module")
-        if PathFinder.find_spec(f"{module}.__main__", list(spec.submodule_search_locations)) is None:
-            raise LaunchError(f"No module named {module}.__main__; {module!r} is a package and cannot be directly "
-                              f"executed")
-    elif spec.loader is None:
-        raise LaunchError(f"{module!r} is a namespace package and cannot be executed")
-
-
-def _is_zipapp(script: str) -> bool:
-    """A file python would run as a zip archive (zipapp): it opens it as one before reading it as source."""
-    import zipfile
-    try:
-        return os.path.isfile(script) and zipfile.is_zipfile(script)
-    except OSError:
-        return False
-
-
-def _compile(script: str):
-    path = os.path.abspath(script)
-    try:
-        with open(path, "rb") as f:
-            source = f.read()
-    except OSError as e:
-        raise LaunchError(f"can't open file {path!r}: [Errno {e.errno}] {e.strerror}") from None
-    if b"\0" in source:   # python's file reader says so at the line, compile() without one: python's words
-        raise ScriptSyntaxError(_null_byte_error(source, path))
-    try:
-        return compile(source, path, "exec", dont_inherit=True)
-    except SyntaxError as e:
-        raise ScriptSyntaxError(e) from None
-
-
-def _null_byte_error(source: bytes, path: str) -> SyntaxError:
-    """The SyntaxError python raises running a file with a NUL byte: at the NUL's line, whose text up to the NUL
-    is shown (decoded as python decodes the file), no caret."""
-    import io
-    import tokenize
-    nul = source.index(b"\0")
-    lineno = source.count(b"\n", 0, nul) + 1
-    line = source[source.rfind(b"\n", 0, nul) + 1:nul]
-    try:
-        encoding, _ = tokenize.detect_encoding(io.BytesIO(source).readline)
-    except SyntaxError:
-        encoding = "utf-8"
-    text = line.decode(encoding, "replace")
-    return SyntaxError("source code cannot contain null bytes", (path, lineno, 0, text, lineno, 0))
 
 
 def _run_file(script: str) -> None:

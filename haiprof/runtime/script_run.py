@@ -22,7 +22,7 @@ def run(opts: RunOptions) -> int:
     target = opts.module or opts.script
     target_name = Path(target.rstrip("/")).stem if opts.script else opts.module.split(".")[-1]
     try:
-        launcher._check_target(opts.script, opts.module)   # bad target: fail before creating anything
+        launcher._check_target(opts.script, opts.module, run_parents=False)   # bad target: fail before creating anything
     except launcher.ScriptSyntaxError as e:   # the user's own error: python's caret display, exit 1
         sys.stderr.write(e.text)
         return 1

@@ -1,0 +1,1 @@
+raise ImportError("the user's own orjson.py, not the library")

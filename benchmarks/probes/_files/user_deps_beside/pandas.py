@@ -1,0 +1,1 @@
+raise ImportError("the user's own pandas.py, not the library")

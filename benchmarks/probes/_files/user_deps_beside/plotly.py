@@ -1,0 +1,1 @@
+raise ImportError("the user's own plotly.py, not the library")
