@@ -13,7 +13,8 @@ import numpy as np
 # the phases, their priority and the owner rule's sorting live with the rule (timeline_owner.py)
 from .timeline_owner import (ALL_PHASES, PHASES, PRIORITY, Intervals, owned,  # noqa: F401
                              sort_intervals, sorted_unique)
-from haiprof.rundir.vocabulary import BACKWARD_MARK, EVAL, GPU_PREFIX, STEP_MARK, TRACE_BEGIN, TRACE_END  # noqa: F401
+from haiprof.rundir.vocabulary import (BACKWARD_MARK, EVAL, GPU_PREFIX, OPT_STEP_MARK, STEP_MARK,  # noqa: F401
+                                       TRACE_BEGIN, TRACE_END)
 # Forwards without autograd / in eval() mode (collectors/phases.py). EVAL_MIN_FORWARDS or more of them before a
 # step's first training forward/backward are an evaluation pass between steps: that stretch, from the previous
 # step's end (its DataLoader waits included) to the last of them, is "eval", outside every step. Fewer (a
@@ -225,6 +226,16 @@ def traced_mask(start: np.ndarray, end: np.ndarray, windows: list) -> np.ndarray
     return np.cumsum(edges[:-1]) > 0
 
 
+def _optimizer_steps_per_step(split: Split, bounds) -> int:
+    """The median number of optimizer steps in a whole step (1 with one optimizer; 2 for a GAN's D and G): the
+    step's own and the ones before it that did not end it."""
+    inner = split.mark_times(OPT_STEP_MARK)
+    if len(bounds) < 2 or not len(inner):
+        return 1
+    per = np.bincount(np.searchsorted(bounds, inner, side="left"), minlength=len(bounds) + 1)[1:len(bounds)]
+    return 1 + int(np.median(per))
+
+
 def build_step_columns(split: Split) -> tuple["StepColumns", dict]:
     """steps.build_steps over a Split."""
     steps_t, backs_t = split.mark_times(STEP_MARK), split.mark_times(BACKWARD_MARK)
@@ -241,6 +252,8 @@ def build_step_columns(split: Split) -> tuple["StepColumns", dict]:
             "eval_s": sum(e - s for s, e in blocks) / 1e9, "eval_passes": len(blocks)}
     if not len(bounds):
         return StepColumns.empty(), info
+    if source == "optimizer.step":   # several optimizers in one iteration: a step is their cycle (optimizer_cycle)
+        info["optimizer_steps_per_step"] = _optimizer_steps_per_step(split, bounds)
     before = start[start < bounds[0]]
     first = int(min(bounds[0], before.min())) if len(before) else int(bounds[0])
     a, b = step_windows(bounds, first, blocks)

@@ -18,6 +18,7 @@ from typing import Callable
 
 from .forward_hooks import NARROW_AFTER_STEPS, ForwardHooks
 from .loader_cpu import ThreadBusyClock
+from .optimizer_cycle import OptimizerCycle
 from .phase_patches import final_grad, install_h2d, watch_optimizers
 from .script_uses import probe_module, probe_optimizer
 from .undo import undo_all
@@ -25,7 +26,7 @@ from .undo import undo_all
 # LOADER_MARK: once per DataLoader iterator, the truth the system sampler can miss (workers that live for less
 # than a sample) and whether batches arrive pinned. Analyzers that do not know it skip it like any other "@" mark.
 # MEM_MARK: device memory counters at a step end (analyzers/gpu_kernels.memory_per_step).
-from haiprof.rundir.vocabulary import BACKWARD_MARK, EVAL, LOADER_MARK, MEM_MARK, STEP_MARK  # noqa: F401
+from haiprof.rundir.vocabulary import BACKWARD_MARK, EVAL, LOADER_MARK, MEM_MARK, OPT_STEP_MARK, STEP_MARK  # noqa: F401
 
 _NOTED = "_haiprof_noted"
 MEM_EVERY_NS = 50_000_000
@@ -76,6 +77,7 @@ class PhaseRecorder:
         # callback must not raise.
         self.step_callbacks: list[Callable[[int], None]] = []
         self._opt_outer = None   # the optimizer whose step is being timed (wrappers nest inner steps)
+        self._cycle = OptimizerCycle()   # several optimizers in one iteration: a step is their whole cycle
         # CUDA event pairs are resolved in batches off the step: by whoever calls drain() (haiprof run: the phase
         # writer's flush thread, which then sets this to 0), else on the training thread every this many steps.
         self.resolve_every = RESOLVE_EVERY_STEPS
@@ -197,8 +199,11 @@ class PhaseRecorder:
         self._opt_outer = None
         now = self._clock()
         self._append(("optimizer", self._opt_start, now))
-        self._append((STEP_MARK, now, now))
         self._gpu_end("optimizer", self._opt_event)
+        if not self._cycle.ends_step(optimizer):
+            self._append((OPT_STEP_MARK, now, now))
+            return
+        self._append((STEP_MARK, now, now))
         if self.cuda_timer is not None:
             self._memory_mark(now)
         self._step_done(now)

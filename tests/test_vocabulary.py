@@ -11,7 +11,7 @@ from test_layout import modules
 
 VOCABULARY = "haiprof.rundir.vocabulary"
 # the values that must have one definition: module-level constants with these values elsewhere are copies
-SHARED = {V.PHASES, V.ALL_PHASES, V.STEP_MARK, V.BACKWARD_MARK, V.GPU_STEP_MARK, V.TRACE_BEGIN, V.TRACE_END,
+SHARED = {V.PHASES, V.ALL_PHASES, V.STEP_MARK, V.OPT_STEP_MARK, V.BACKWARD_MARK, V.GPU_STEP_MARK, V.TRACE_BEGIN, V.TRACE_END,
           V.WINDOW_MARK, V.LOADER_MARK, V.MEM_MARK, V.BATCH_MARK, V.DDP_MARK, V.KINETO_TRACES, V.KINETO_TRACE,
           V.KINETO_TRACES[1], V.PHASES_BIN, V.PHASES_FILE, V.META, V.GATHER_FILE, V.STEPS_FILE, V.TRACE_FILE}
 

@@ -13,6 +13,7 @@ ALL_PHASES = PHASES + ("other",)
 
 # marks (collectors/phases.py, trace_window.py, trace_requests.py, ddp_comm.py write them)
 STEP_MARK = "@step"                       # an optimizer step ended
+OPT_STEP_MARK = "@opt-step"               # an optimizer step that did not end the step: another optimizer's will
 BACKWARD_MARK = "@backward"               # a backward ended (the step boundary of a script without an optimizer)
 GPU_STEP_MARK = "@gpu-step"               # `haiprof analyze`: a ProfilerStep on the device clock
 TRACE_BEGIN, TRACE_END = "@trace-begin", "@trace-end"   # the op-level tracing window (profiler on)
