@@ -60,6 +60,7 @@ class _Child:
         self.script_over = False   # the main module has ended: python is joining the script's threads
         self.late = None           # a SIGTERM/SIGHUP while the data is written: noted, then the end by it
         self.tail = None           # the script's stderr, watched for a line it leaves open (stderr_tail.py)
+        self.exec_seen = False     # the script called os.exec* (exec_watch.py)
 
     # -- the recorder, once the script has loaded torch ---------------------------------------------------------
     def begin(self) -> None:
@@ -153,6 +154,17 @@ class _Child:
             from .session import die_of
             die_of(signum)
 
+    def before_exec(self) -> int:
+        """The script replaces its process (exec_watch.py): the data is written now, as at its end; returns the
+        steps recorded. Nothing after the exec runs here: the sampler stops, the new program runs unprofiled."""
+        if self.live is not None:
+            self.live.stop()
+        recorder = getattr(self.session, "recorder", None)
+        self.ready.end(None, how="exec", error=None)
+        self.tell(how="exec", end_time=time.time(), unwritten=list(self.ready.unwritten.failed) or None,
+                  stderr_open=True if self.tail is not None and self.tail.line_open() else None)
+        return getattr(recorder, "steps", 0)
+
     def tell(self, **record) -> None:
         """How the run ended, on the pipe to the launching process: it reads this even when the disk is full (a
         meta.json that could not be written). Written only through the descriptor as it was opened: a script
@@ -229,6 +241,8 @@ def start(boot_path: str) -> None:
     except Exception:
         child.live = None
     atexit.register(child.at_exit)
+    from . import exec_watch
+    exec_watch.install(child)
     os.register_at_fork(after_in_child=_exit_before_static_destructors)
     try:
         import threading
