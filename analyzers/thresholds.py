@@ -35,6 +35,11 @@ NEIGHBOUR_CORES = 0.25
 # Below this many steps nothing is concluded: bottleneck "none".
 MIN_STEPS = 3
 
+# A run without steps whose child processes burned at least this much of a core (mean) and more than the script's
+# own process did: the training ran in processes the script started (torch.multiprocessing.spawn, a Pool), which
+# haiprof does not record; the headline says so instead of only "no training steps".
+CHILD_WORK_CORES = 0.25
+
 # Steps at the start excluded from statistics (allocator warm-up, lazy init, cudnn autotune).
 WARMUP_STEPS = 1
 

@@ -34,6 +34,7 @@ def summarize_system(samples: list[dict]) -> dict:
         "cpu_children_pct_mean": _mean([s.get("cpu_children_pct") for s in samples[1:]]),
         "cpu_system_pct_mean": _mean(cores[1:]) if len(cores) > 1 else _mean(cores),
         "rss_bytes_max": max(s.get("rss_bytes", 0) for s in samples),
+        "procs_max": max((s.get("procs") or 1) for s in samples),
         "sampler_cost_ms_median": statistics.median(s.get("cost_ns", 0) for s in samples) / 1e6,
     }
     for key in ("proc_read_bytes", "proc_write_bytes", "disk_read_bytes", "disk_write_bytes",
@@ -41,6 +42,20 @@ def summarize_system(samples: list[dict]) -> dict:
         r = rates(samples, key)
         out[key.replace("_bytes", "_bytes_per_s_mean")] = _mean([v for _, v in r])
     return out
+
+
+def work_in_children(system: dict, min_cores: float) -> str:
+    """For a run without steps: a sentence when the script's child processes did the work (their CPU, a mean over
+    the run, at least `min_cores` of a core and above the script's own process), else "". haiprof records the
+    process it starts; a script that trains in processes it spawns otherwise got only "no training steps"."""
+    children, main = system.get("cpu_children_pct_mean"), system.get("cpu_main_pct_mean")
+    if children is None or main is None or children < 100 * min_cores or children <= main:
+        return ""
+    n = max(1, int(system.get("procs_max") or 1) - 1)
+    return (f" The work ran in the processes the script started (up to {n} at once; {children:.0f}% of a core against "
+            f"{main:.0f}% in its own): haiprof records the process it starts, not the ones the script spawns "
+            f"(torch.multiprocessing.spawn, a Pool). To profile the ranks, start them torchrun's way (each reading "
+            f"RANK and WORLD_SIZE from its environment) with `haiprof run --nproc-per-node N`.")
 
 
 RATE_SERIES = (("proc_read_bytes", "process read"), ("proc_write_bytes", "process write"),
