@@ -16,8 +16,9 @@ def test_children_that_did_the_work_are_said_with_their_share():
 
 
 def test_idle_or_minor_children_are_not_said():
-    assert work_in_children(summarize_system(_samples(80.0, 60.0, 3)), T.CHILD_WORK_CORES) == ""   # the script did more
-    assert work_in_children(summarize_system(_samples(2.0, 10.0, 2)), T.CHILD_WORK_CORES) == ""    # under a quarter core
+    # the script did more; the children under a quarter of a core; no samples
+    assert work_in_children(summarize_system(_samples(80.0, 60.0, 3)), T.CHILD_WORK_CORES) == ""
+    assert work_in_children(summarize_system(_samples(2.0, 10.0, 2)), T.CHILD_WORK_CORES) == ""
     assert work_in_children(summarize_system([]), T.CHILD_WORK_CORES) == ""
 
 
