@@ -27,11 +27,19 @@ class ThreadBusyClock:
 
     @staticmethod
     def _open(tid: int) -> tuple:
+        path = f"/proc/self/task/{tid}/schedstat"
         try:
-            fd = fd_kept_high(os.open(f"/proc/self/task/{tid}/schedstat", os.O_RDONLY | os.O_CLOEXEC))
+            low = os.open(path, os.O_RDONLY | os.O_CLOEXEC)
+            st = os.stat(path)
+            want = (st.st_dev, st.st_ino)
+            fd = fd_kept_high(low, expect=want)
         except OSError:
             return -1, None
-        return fd, fd_identity(fd)
+        if fd_identity(fd) == want:
+            return fd, want
+        if fd != low:   # our copy of the script's file: the low number, the script's now, is left to it
+            os.close(fd)
+        return -1, None
 
     def __call__(self) -> tuple[int, int]:
         tid = threading.get_native_id()

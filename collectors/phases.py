@@ -77,7 +77,9 @@ class PhaseRecorder:
         # callback must not raise.
         self.step_callbacks: list[Callable[[int], None]] = []
         self._opt_outer = None   # the optimizer whose step is being timed (wrappers nest inner steps)
-        self._cycle = OptimizerCycle()   # several optimizers in one iteration: a step is their whole cycle
+        # several optimizers in one iteration: a step is their whole cycle, per thread (two threads training two
+        # models step each on its own)
+        self._cycles: dict[int, OptimizerCycle] = {}
         # CUDA event pairs are resolved in batches off the step: by whoever calls drain() (haiprof run: the phase
         # writer's flush thread, which then sets this to 0), else on the training thread every this many steps.
         self.resolve_every = RESOLVE_EVERY_STEPS
@@ -200,7 +202,13 @@ class PhaseRecorder:
         now = self._clock()
         self._append(("optimizer", self._opt_start, now))
         self._gpu_end("optimizer", self._opt_event)
-        if not self._cycle.ends_step(optimizer):
+        tid = threading.get_ident()
+        cycle = self._cycles.get(tid)
+        if cycle is None:
+            if len(self._cycles) >= 64:   # threads come and go (a pool): the ones gone need no cycle kept
+                self._cycles.clear()
+            cycle = self._cycles[tid] = OptimizerCycle()
+        if not cycle.ends_step(optimizer):
             self._append((OPT_STEP_MARK, now, now))
             return
         self._append((STEP_MARK, now, now))

@@ -27,10 +27,15 @@ def fd_identity(fd: int):
 _HIGH_BASE: list = []
 
 
-def fd_kept_high(fd: int) -> int:
+_NOTHING = object()
+
+
+def fd_kept_high(fd: int, expect=_NOTHING) -> int:
     """`fd` moved to a number far above the lowest free one (close-on-exec); `fd` itself if it cannot be. The low
-    number is closed only if it still refers to what was moved: a script closing descriptors on another thread
-    may have taken it meanwhile."""
+    number is closed only if it still refers to what was moved, and that is `expect` ((st_dev, st_ino) of the file
+    the caller opened) where given: a script closing descriptors on another thread may have taken the number for a
+    file of its own before the move, and then the copy is of the script's file too (the caller's check of the
+    returned number finds that; the low number is left to the script)."""
     try:
         if not _HIGH_BASE:
             import resource
@@ -40,7 +45,8 @@ def fd_kept_high(fd: int) -> int:
         high = fcntl.fcntl(fd, fcntl.F_DUPFD_CLOEXEC, _HIGH_BASE[0])
     except (OSError, ValueError, ImportError):
         return fd
-    if fd_identity(fd) == fd_identity(high):
+    moved = fd_identity(high)
+    if fd_identity(fd) == moved and (expect is _NOTHING or moved == expect):
         _os.close(fd)
     return high
 
@@ -77,7 +83,7 @@ def own_stderr() -> int | None:
         fd = -1
         if fd_identity(2) == ident:   # the script left fd 2 alone (closerange(3, ...)): copy it again
             try:
-                fd = fd_kept_high(_os.dup(2))
+                fd = fd_kept_high(_os.dup(2), expect=ident)
             except OSError:
                 fd = -1
         kept[0] = fd

@@ -94,6 +94,33 @@ def test_appender_never_writes_nor_closes_a_number_the_script_took(tmp_path):
     assert rd.read_phase_records() == [["forward", 1, 2], ["backward", 2, 3]] and app.reopened == 1
 
 
+
+def test_a_number_taken_before_it_was_moved_high_is_left_to_the_script(tmp_path):
+    """The race the loop script below hit (EBADF on its own log file): haiprof's file opened at a low number, the
+    script's closerange closes it and its own open() gets the number, then haiprof moves "its" number high. The
+    copy is of the script's file, and the low number, the script's now, must not be closed."""
+    import os
+
+    from haiprof.errors import fd_identity, fd_kept_high
+    ours = tmp_path / "ours.bin"
+    ours.write_bytes(b"")
+    low = os.open(ours, os.O_RDONLY)
+    st = os.stat(ours)
+    os.close(low)                                               # the script's closerange
+    mine = os.open(tmp_path / "user.log", os.O_WRONLY | os.O_CREAT)   # ... and its own file, at the same number
+    assert mine == low
+    high = fd_kept_high(low, expect=(st.st_dev, st.st_ino))
+    assert fd_identity(high) != (st.st_dev, st.st_ino)          # the caller sees the copy is not its file
+    os.write(mine, b"still mine\n")                             # EBADF before: the low number was closed
+    os.close(mine)
+    os.close(high)
+    assert (tmp_path / "user.log").read_bytes() == b"still mine\n"
+    # the file really ours is moved and its low number closed, as before
+    low = os.open(ours, os.O_RDONLY)
+    high = fd_kept_high(low, expect=(st.st_dev, st.st_ino))
+    assert high != low and fd_identity(low) is None and fd_identity(high) == (st.st_dev, st.st_ino)
+    os.close(high)
+
 def test_a_failed_chunk_write_still_leaves_whole_chunks(tmp_path, monkeypatch):
     import errno
     import os

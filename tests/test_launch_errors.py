@@ -25,3 +25,15 @@ def test_what_python_cannot_start_ends_as_python_ends(place, target):
     assert plain.returncode in (1, 2) and plain.stderr, plain.stderr
     assert (r.returncode, r.stdout, r.stderr) == (plain.returncode, plain.stdout, plain.stderr)
     assert not (place / "r").exists()
+
+
+def test_a_missing_module_under_a_package_with_code_runs_that_code_once_as_python(tmp_path):
+    # python imports the package (its __init__ runs) before it finds no child; haiprof's own process does not run
+    # the user's code, so the script's python checks it and says what python says, after the same output
+    (tmp_path / "loud").mkdir()
+    (tmp_path / "loud" / "__init__.py").write_text("print('loud/__init__ ran')\n")
+    plain, r = in_parallel(lambda: run_python("-m", "loud.absent", cwd=tmp_path),
+                           lambda: run_haiprof("run", "--quiet", "--out", "r", "-m", "loud.absent", cwd=tmp_path))
+    assert plain.stdout == "loud/__init__ ran\n" and plain.returncode == 1
+    assert "No module named loud.absent" in plain.stderr
+    assert (r.returncode, r.stdout, r.stderr) == (plain.returncode, plain.stdout, plain.stderr)

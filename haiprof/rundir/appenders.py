@@ -44,13 +44,14 @@ class OwnedFd:
         thread may close it and take it for a file of its own at once (then it is left to the script)."""
         for _ in range(self.TRIES):
             low = os.open(self.path, self.flags, 0o644)
-            fd = fd_kept_high(low)
-            ident = fd_identity(fd)
             try:
                 st = os.stat(self.path)
             except OSError:
                 st = None
-            if ident is not None and st is not None and ident == (st.st_dev, st.st_ino):
+            want = (st.st_dev, st.st_ino) if st is not None else None   # None: the low number is never closed
+            fd = fd_kept_high(low, expect=want)
+            ident = fd_identity(fd)
+            if ident is not None and want is not None and ident == want:
                 self.fd, self._id = fd, ident
                 return
             if fd != low:   # our own copy of whatever the low number held by then

@@ -64,7 +64,8 @@ def _spec_without_running(module: str):
     """find_spec's answer without running any package's code. find_spec imports the parents of a dotted name, so
     `-m pkg.train` ran pkg/__init__.py in the launching process and again in the script's python (python: once).
     Each parent is looked up in its parent's folders instead. _UNSURE where that cannot tell: a child not found
-    there may be provided by its parent's own code (a __path__ set at import), which python runs before failing."""
+    there may be provided by its parent's own code (a __path__ set at import), which python runs before failing;
+    the script's python then checks it, as python does."""
     import importlib.util
     from importlib.machinery import PathFinder
     top, _, rest = module.partition(".")
@@ -77,11 +78,27 @@ def _spec_without_running(module: str):
     for part in rest.split("."):
         if spec.submodule_search_locations is None:
             return _UNSURE
+        parent = spec
         name = f"{name}.{part}"
-        spec = PathFinder.find_spec(name, list(spec.submodule_search_locations))
-        if spec is None:
-            return _UNSURE
+        spec = PathFinder.find_spec(name, list(parent.submodule_search_locations))
+        if spec is None:   # certain where the parent's own code, which python runs first, can do nothing
+            return None if _runs_nothing(parent) else _UNSURE
     return spec
+
+
+def _runs_nothing(spec) -> bool:
+    """A namespace package, or an __init__.py with nothing but a docstring: running it changes nothing."""
+    if spec.origin is None or spec.loader is None:
+        return True
+    if not spec.origin.endswith("__init__.py"):
+        return False
+    import ast
+    try:
+        with open(spec.origin, "rb") as f:
+            body = ast.parse(f.read()).body
+    except (OSError, SyntaxError, ValueError):
+        return False
+    return all(isinstance(n, ast.Expr) and isinstance(n.value, ast.Constant) for n in body)
 
 
 def _check_module(module: str, run_parents: bool = True) -> None:
