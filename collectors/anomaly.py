@@ -106,6 +106,13 @@ def _beyond_chance(tried: int, hit: float, fourth) -> bool:
     return odds <= CHANCE or (odds * hit <= CHANCE and any(fourth))
 
 
+def _off_grid(distance: int, period: int, tol: int) -> bool:
+    """A slow step this many steps before the current one is not on the period's grid (a stall's own earlier
+    occurrence is no chance slow step)."""
+    r = distance % period
+    return min(r, period - r) > tol
+
+
 class AnomalyDetector:
     def __init__(self, factor: float = FACTOR, min_excess_ns: int = MIN_EXCESS_NS, lead_ns: int = 0):
         self.factor, self.min_excess_ns = float(factor), int(min_excess_ns)
@@ -326,7 +333,11 @@ class AnomalyDetector:
                     # over the chain's span) in its 2 tol + 1 steps, for any of the occurrences tried as the first
                     floor = SIZE_AGREE * max(sizes)
                     others = sum(1 for s, d in seen.items() if c <= s and s not in (a, b, c) and d >= floor)
-                    if _beyond_chance(len(seen), (2 * tol + 1) * others / (step - c),
+                    # ... or over all the slow steps kept, off the chain's grid: a short period's span (12 steps)
+                    # often holds none of a busy machine's, whose rate over the run still lines up a grid
+                    before = [s for s, d in seen.items() if s < c and d >= floor and _off_grid(step - s, p, tol)]
+                    rate = max(others / (step - c), (others + len(before)) / (step - min(seen)))
+                    if _beyond_chance(len(seen), (2 * tol + 1) * rate,
                                       (min(sizes + (dd,)) >= SIZE_AGREE * max(sizes + (dd,))
                                        for _, dd in near(c - p, tol))):
                         return p

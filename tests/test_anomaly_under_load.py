@@ -133,3 +133,24 @@ def test_a_clock_stall_is_placed_on_a_busy_machines_flipping_steps():
     hits = sum(bool(set(stalls) & set(range(a.open_at + 1, a.open_at + 4)))
                for a, stalls in map(_clock_run, range(200)) if a is not None)
     assert hits >= 160, hits
+
+
+def _asks(slow: dict, n: int = 70):
+    det, asks = AnomalyDetector(), []
+    for step in range(n):
+        ask = det.observe(step, slow.get(step, 10) * MS)
+        if ask is not None:
+            asks.append(ask)
+    return asks
+
+
+def test_a_short_grid_among_a_busy_machines_slow_steps_is_no_period():
+    """The flight recorder's stall-free run beside busy processes placed "a stall every 4 steps": its slow steps at
+    52, 56, 60, 64 had no other between them, so the odds of chance were taken over those 12 steps alone (none:
+    certain). Over the run, a slow step came every 6 steps: four of them line up by chance."""
+    busy = {s: 40 for s in (9, 14, 19, 23, 27, 33, 38, 42, 47)}
+    chain = {s: 40 for s in (52, 56, 60, 64)}
+    assert not [a for a in _asks({**busy, **chain}) if a.period is not None], "a period taken from chance"
+    # the same chain without the busy machine's slow steps before it is a period, placed on the next one
+    periodic = [a for a in _asks(chain) if a.period is not None]
+    assert periodic and periodic[0].period == 4 and periodic[0].due == 68, periodic
