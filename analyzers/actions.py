@@ -166,7 +166,9 @@ def left_out(summary: dict) -> dict:
     for r in fixes.get("results") or []:
         if r.get("status") == "applied":
             measured = gain.get("speedup")
+            why = gain.get("unreliable_why")
             out[r["id"]] = ("applied in this run" + (f": measured {measured:.2f}x on the steady step"
+                                                     + (f", unreliable: {why}" if why else "")
                                                      if isinstance(measured, (int, float)) else ""))
     return out
 

@@ -137,6 +137,23 @@ def unreliable_why(gain: dict) -> str | None:
     return "; ".join(why) or None
 
 
+def without_unreliable_regression(gain: dict) -> dict:
+    """A slower step that the comparison cannot pin on the fix is not the fix's regression: measured against a
+    baseline under other conditions, or with a phase no applied fix touches moved, or on a busy machine, AND no
+    larger than the steps' own spread (p10-p90 over the median) in either run. Then the speedup is said with its
+    reason and the fix is not held against this command (`--fix auto` would never choose it again). A slowdown
+    beyond the spread stands (a fix's side effect can slow a phase it does not touch: workers taking the CPU), and
+    so does the verdict of interleaved passes, measured in like conditions."""
+    noise = [x for x in (gain.get("noise") or {}).values() if isinstance(x, (int, float))]
+    doubt = gain.get("unreliable_why") or gain.get("noisy")
+    if (gain.get("regression") and not gain.get("interleaved") and doubt and noise
+            and gain.get("slower_pct", 0) / 100 <= max(noise)):
+        gain["regression"], gain["message"] = False, None
+        gain["regression_withheld"] = (f"{gain['slower_pct']:.0f}% slower, within the steps' own spread "
+                                       f"({100 * max(noise):.0f}%) in a comparison said unreliable or noisy")
+    return gain
+
+
 def _ratio(a, b):
     return a / b if isinstance(a, (int, float)) and isinstance(b, (int, float)) and a > 0 and b > 0 else None
 
@@ -219,6 +236,9 @@ def text_lines(gain: dict) -> list[str]:
                      f"({gain['step_time_before_s'] * 1e3:.1f} -> {gain['step_time_after_s'] * 1e3:.1f} ms per step)"
                      + (f": unreliable, {why}" if why else "")
                      + (f"; noisy: {gain['noisy']}" if gain.get("noisy") else ""))
+        if gain.get("regression_withheld"):
+            lines.append(f"not held against {', '.join(gain.get('applied') or []) or 'the fix'}: "
+                         f"{gain['regression_withheld']}; `--interleave N` measures it in like conditions")
         noise = gain.get("noise") or {}
         if noise.get("before") is not None and noise.get("after") is not None:
             age = gain.get("baseline_age_s")

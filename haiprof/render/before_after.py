@@ -47,6 +47,9 @@ def _gain(g: dict) -> list:
                       "no measurable change: the pairs spread wider than the effect", 1)])
     if g.get("unreliable_why") and g.get("speedup"):
         rows.append([("steady step speedup", 1), (f"{g['speedup']:.2f}×: unreliable, {g['unreliable_why']}", 3)])
+    if g.get("regression_withheld"):
+        rows.append([("slower, not held against the fix", 1),
+                     (f"{g['regression_withheld']}; --interleave N measures it in like conditions", 3)])
     p = g.get("predicted")
     if p and p.get("measured_step_after_s"):
         rows.append(_cells("predicted before the fix (what-if of the baseline)", _ms(p["step_before_s"]),
