@@ -101,3 +101,16 @@ def test_steps_limit_stops_cleanly(tmp_path):
 def test_python_dash_m_haiprof_help():
     r = subprocess.run([*HAIPROF, "--help"], capture_output=True, text=True)
     assert r.returncode == 0 and "run" in r.stdout and "report" in r.stdout
+
+
+@pytest.mark.parametrize("opt", ["-u", "-Wignore", "-X", "-O"])
+def test_pythons_own_options_given_to_run_say_where_they_go(opt):
+    # `python -u train.py` by habit: a one-line error that says where they go, not only "unknown option"
+    from haiprof.commands.run import _run_parser, split_target
+    from haiprof.errors import UserError
+    with pytest.raises(UserError) as e:
+        split_target(_run_parser(), [opt, "train.py"])
+    assert f"python {opt} -m haiprof run" in str(e.value)
+    with pytest.raises(UserError) as e:
+        split_target(_run_parser(), ["--bogus", "train.py"])
+    assert "python" not in str(e.value) and "see haiprof run --help" in str(e.value)

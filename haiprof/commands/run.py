@@ -33,10 +33,20 @@ def split_target(parser: argparse.ArgumentParser, argv: list[str]) -> tuple[list
         if not tok.startswith("-") or tok == "-":
             return argv[:i], argv[i:]
         name = tok.split("=", 1)[0]
+        if name not in takes and _python_option(tok):
+            raise UserError(f"unknown option {tok!r} for 'haiprof run': python's own options go to the python "
+                            f"that runs haiprof, and the script's python gets them too: python {tok} -m haiprof run "
+                            f"[options] SCRIPT")
         if name not in takes:
             raise UserError(f"unknown option {tok!r} for 'haiprof run' (see haiprof run --help)")
         i += 2 if takes[name] and "=" not in tok else 1
     return argv, []
+
+
+def _python_option(tok: str) -> bool:
+    """python's own interpreter options (`python -u train.py`), given to `haiprof run` by habit."""
+    return tok in ("-u", "-O", "-OO", "-B", "-b", "-bb", "-d", "-s", "-v", "-q", "-R", "-P") or \
+        tok[:2] in ("-W", "-X")
 
 
 def _run_parser() -> argparse.ArgumentParser:
