@@ -137,20 +137,22 @@ def unreliable_why(gain: dict) -> str | None:
     return "; ".join(why) or None
 
 
-def without_unreliable_regression(gain: dict) -> dict:
+def without_unreliable_regression(gain: dict, before: dict | None, after: dict | None) -> dict:
     """A slower step that the comparison cannot pin on the fix is not the fix's regression: measured against a
-    baseline under other conditions, or with a phase no applied fix touches moved, or on a busy machine, AND no
-    larger than the steps' own spread (p10-p90 over the median) in either run. Then the speedup is said with its
-    reason and the fix is not held against this command (`--fix auto` would never choose it again). A slowdown
-    beyond the spread stands (a fix's side effect can slow a phase it does not touch: workers taking the CPU), and
-    so does the verdict of interleaved passes, measured in like conditions."""
-    noise = [x for x in (gain.get("noise") or {}).values() if isinstance(x, (int, float))]
+    baseline under other conditions, or with a phase no applied fix touches moved, or on a busy machine, AND the
+    fixed run's typical steps overlapping the baseline's (its 10th percentile no slower than the baseline's
+    90th; `before`/`after`: the runs' step_time_s). Then the speedup is said with its reason and the fix is not
+    held against this command (`--fix auto` would never choose it again). Every typical step slower stands (a
+    fix's side effect can slow a phase it does not touch: workers taking the CPU), and so does the verdict of
+    interleaved passes, measured in like conditions."""
+    b90, a10 = (before or {}).get("p90"), (after or {}).get("p10")
+    overlap = isinstance(b90, (int, float)) and isinstance(a10, (int, float)) and a10 <= b90
     doubt = gain.get("unreliable_why") or gain.get("noisy")
-    if (gain.get("regression") and not gain.get("interleaved") and doubt and noise
-            and gain.get("slower_pct", 0) / 100 <= max(noise)):
+    if gain.get("regression") and not gain.get("interleaved") and doubt and overlap:
         gain["regression"], gain["message"] = False, None
-        gain["regression_withheld"] = (f"{gain['slower_pct']:.0f}% slower, within the steps' own spread "
-                                       f"({100 * max(noise):.0f}%) in a comparison said unreliable or noisy")
+        gain["regression_withheld"] = (f"{gain['slower_pct']:.0f}% slower, but its typical steps overlap the "
+                                       f"baseline's (from {a10 * 1e3:.1f} ms, p10, against up to {b90 * 1e3:.1f} "
+                                       f"ms, p90) in a comparison said unreliable or noisy")
     return gain
 
 

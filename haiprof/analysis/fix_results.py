@@ -162,7 +162,8 @@ def add_fix_results(run_dir: RunDir, meta: dict, summary: dict, steps=None) -> N
     noisy = [name for name, x in (("this run", summary), ("the baseline", base_summary)) if x.get("noisy")]
     if noisy:   # measured beside a busy neighbour: the ratio carries its noise
         gain["noisy"] = f"{' and '.join(noisy)} measured on a busy machine"
-    fix_gain.without_unreliable_regression(gain)   # a slowdown within that noise is not pinned on the fix
+    # a slowdown whose steps overlap the baseline's, in a doubtful comparison, is not pinned on the fix
+    fix_gain.without_unreliable_regression(gain, base_summary.get("step_time_s"), summary.get("step_time_s"))
     gain["predicted"] = predicted_vs_measured(base_summary, gain, summary["fixes"].get("ranked"))
     summary["fixes"]["gain"] = gain
     cmp["step_distribution"] = step_distribution(before_s, after_s)
