@@ -123,9 +123,9 @@ def analyze(run_dir: RunDir, extra_findings: list | None = None, run: Run | None
     if device is None and _cuda_host_cpu_model(meta, op_trace) and measured >= T.MIN_STEPS:
         suffix += (" The model ran on the CPU: this machine has a GPU "
                    f"({(meta.get('gpus') or ['?'])[0]}), and no CUDA kernel ran in the traced steps.")
+    system = utilization.summarize_system(samples.get("system", []))   # the page's utilization block too
     if n == 0:
-        suffix += utilization.work_in_children(utilization.summarize_system(samples.get("system", [])),
-                                               T.CHILD_WORK_CORES)
+        suffix += utilization.work_in_children(system, T.CHILD_WORK_CORES)
     if measured < T.MIN_STEPS:   # findings follow the verdict's minimum: shares of one or two steps judge nothing
         findings = [f for f in findings if f.get("kind") not in MIN_STEPS_KINDS]
     exit_code = meta.get("exit_code")
@@ -158,7 +158,7 @@ def analyze(run_dir: RunDir, extra_findings: list | None = None, run: Run | None
         "exit_code": exit_code,
         "finished": exit_code is not None,
         "findings": verdict.sort_findings(findings),
-        "utilization": utilization.summarize_system(samples.get("system", [])),
+        "utilization": system,
         "collectors": status,
         "command": meta.get("command"),
         "script_uses": _script_uses(meta, records),

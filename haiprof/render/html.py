@@ -123,9 +123,9 @@ def section_collectors(d, figs):
     rows = [(name, "available" if st.get("available") else "unavailable", st.get("reason") or "")
             for name, st in sorted(d.status.items())]
     det = d.summary["step_detection"]
-    cycle = det.get("optimizer_steps_per_step") or 1
-    cycle = f" (a step is one cycle of {cycle} optimizer steps: several optimizers step each iteration)" \
-        if cycle > 1 else ""
+    per_step = det.get("optimizer_steps_per_step") or 1
+    cycle = f" (a step is one cycle of {per_step} optimizer steps: several optimizers step each iteration)" \
+        if per_step > 1 else ""
     rows.append(("step detection", "", f"step boundaries from {det.get('boundary')}{cycle}, "
                                         f"timing: {det.get('timing')}"))
     return fragment(TEMPLATE, "grid", id="collectors", title="Collectors", rows=rows)

@@ -141,9 +141,7 @@ class _Child:
         if self.signum is not None:
             error = signal.Signals(self.signum).name
         try:
-            self.ready.end(None, how=how, error=error)   # also where the collectors never started
-            self.tell(how=how, error=error, end_time=time.time(), unwritten=list(self.ready.unwritten.failed) or None,
-                      stderr_open=True if self.tail is not None and self.tail.line_open() else None)
+            self.write_end(how, error)   # also where the collectors never started
             self.measure_peak()
         except Exception as e:   # ours: said, the script's exit status stays its own
             say(f"haiprof: could not finish recording in {self.run_dir.path}: {type(e).__name__}: {e}")
@@ -160,10 +158,14 @@ class _Child:
         if self.live is not None:
             self.live.stop()
         recorder = getattr(self.session, "recorder", None)
-        self.ready.end(None, how="exec", error=None)
-        self.tell(how="exec", end_time=time.time(), unwritten=list(self.ready.unwritten.failed) or None,
-                  stderr_open=True if self.tail is not None and self.tail.line_open() else None)
+        self.write_end("exec", None)
         return getattr(recorder, "steps", 0)
+
+    def write_end(self, how: str, error: str | None) -> None:
+        """The data written and how the run ended told to the launching process: at the script's end or its exec."""
+        self.ready.end(None, how=how, error=error)
+        self.tell(how=how, error=error, end_time=time.time(), unwritten=list(self.ready.unwritten.failed) or None,
+                  stderr_open=True if self.tail is not None and self.tail.line_open() else None)
 
     def tell(self, **record) -> None:
         """How the run ended, on the pipe to the launching process: it reads this even when the disk is full (a
